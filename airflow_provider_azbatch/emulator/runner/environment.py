@@ -1,0 +1,57 @@
+"""The environment a task process sees: the ``AZ_BATCH_*`` variables the service sets."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from .layout import NodeDirs
+
+# A real node starts tasks with a clean environment; these few host settings are kept so that
+# commands find the same tools a developer has on PATH.
+_PASSTHROUGH = ("PATH", "LANG", "LC_ALL", "TZ", "TMPDIR", "SYSTEMROOT")
+
+
+def task_environment(
+    *,
+    account_name: str,
+    account_url: str,
+    pool_id: str,
+    node_id: str,
+    node: NodeDirs,
+    job_id: str | None,
+    task_id: str,
+    task_dir: Path,
+    is_dedicated: bool,
+    user_settings: Iterable[Mapping[str, str]] = (),
+    extra: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    env = {name: os.environ[name] for name in _PASSTHROUGH if name in os.environ}
+    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    env["HOME"] = str(task_dir / "wd")
+    env.update(
+        {
+            "AZ_BATCH_ACCOUNT_NAME": account_name,
+            "AZ_BATCH_ACCOUNT_URL": account_url,
+            "AZ_BATCH_POOL_ID": pool_id,
+            "AZ_BATCH_NODE_ID": node_id,
+            "AZ_BATCH_NODE_IS_DEDICATED": "true" if is_dedicated else "false",
+            "AZ_BATCH_NODE_ROOT_DIR": str(node.root),
+            "AZ_BATCH_NODE_SHARED_DIR": str(node.shared),
+            "AZ_BATCH_NODE_STARTUP_DIR": str(node.startup),
+            "AZ_BATCH_NODE_MOUNTS_DIR": str(node.root / "fsmounts"),
+            "AZ_BATCH_TASK_ID": task_id,
+            "AZ_BATCH_TASK_DIR": str(task_dir),
+            "AZ_BATCH_TASK_WORKING_DIR": str(task_dir / "wd"),
+            "AZ_BATCH_TASK_USER": "_azbatch",
+            "AZ_BATCH_TASK_USER_IDENTITY": "PoolNonAdmin",
+        }
+    )
+    if job_id is not None:
+        env["AZ_BATCH_JOB_ID"] = job_id
+    if extra:
+        env.update(extra)
+    for setting in user_settings:
+        env[setting["name"]] = setting.get("value") or ""
+    return env

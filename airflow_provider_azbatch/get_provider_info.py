@@ -1,0 +1,186 @@
+"""Provider registration read by Airflow (entry point ``apache_airflow_provider``).
+
+Kept free of imports: Airflow loads it while importing itself, and a mistake here breaks every
+``airflow`` command.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def get_provider_info() -> dict[str, Any]:
+    return {
+        "package-name": "airflow-provider-azbatch",
+        "name": "Azure Batch (azbatch)",
+        "description": "Run Azure Batch jobs from Airflow with live task output, deferrable waits, "
+        "reattach on retry, and pools sized from resource requirements.",
+        "versions": ["0.1.0"],
+        "integrations": [
+            {
+                "integration-name": "Azure Batch (azbatch)",
+                "external-doc-url": "https://learn.microsoft.com/azure/batch/",
+                "tags": ["azure"],
+            }
+        ],
+        "hooks": [
+            {
+                "integration-name": "Azure Batch (azbatch)",
+                "python-modules": ["airflow_provider_azbatch.hooks.batch"],
+            }
+        ],
+        "operators": [
+            {
+                "integration-name": "Azure Batch (azbatch)",
+                "python-modules": ["airflow_provider_azbatch.operators.job"],
+            }
+        ],
+        "sensors": [
+            {
+                "integration-name": "Azure Batch (azbatch)",
+                "python-modules": ["airflow_provider_azbatch.sensors.job"],
+            }
+        ],
+        "triggers": [
+            {
+                "integration-name": "Azure Batch (azbatch)",
+                "python-modules": ["airflow_provider_azbatch.triggers.job"],
+            }
+        ],
+        "extra-links": ["airflow_provider_azbatch.links.job.AzureBatchJobLink"],
+        "connection-types": [
+            {
+                "connection-type": "azbatch",
+                "hook-class-name": "airflow_provider_azbatch.hooks.batch.AzureBatchHook",
+                "hook-name": "Azure Batch (azbatch)",
+                "ui-field-behaviour": {
+                    "hidden-fields": ["schema", "port", "host"],
+                    "relabeling": {
+                        "login": "Batch account name",
+                        "password": "Batch account key (shared key)",
+                    },
+                    "placeholders": {
+                        "login": "mybatchaccount",
+                        "account_url": "https://mybatchaccount.westeurope.batch.azure.com",
+                        "auth_method": "shared_key",
+                        "cloud": "public",
+                    },
+                },
+                "conn-fields": CONN_FIELDS,
+            }
+        ],
+        "config": {
+            "azbatch": {
+                "description": "Defaults for the Azure Batch (azbatch) provider's operators, sensor and trigger.",
+                "options": CONFIG_OPTIONS,
+            }
+        },
+    }
+
+
+def _field(label: str, description: str, *, secret: bool = False, enum: list[str] | None = None) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": ["string", "null"]}
+    if secret:
+        schema["format"] = "password"
+    if enum:
+        schema["enum"] = [*enum, None]
+    return {"label": label, "description": description, "schema": schema}
+
+
+CONN_FIELDS: dict[str, Any] = {
+    "account_url": _field(
+        "Batch account URL",
+        "The account endpoint, e.g. https://mybatchaccount.westeurope.batch.azure.com (for the local Batch "
+        "service, the URL it prints).",
+    ),
+    "auth_method": _field(
+        "Authentication",
+        "shared_key (account name + key), service_principal, managed_identity, workload_identity or default "
+        "(DefaultAzureCredential). Empty: shared_key when a key is set, otherwise default.",
+        enum=["shared_key", "service_principal", "managed_identity", "workload_identity", "default"],
+    ),
+    "tenant_id": _field("Tenant ID", "Microsoft Entra tenant (service principal, workload identity)."),
+    "client_id": _field(
+        "Client ID",
+        "Application (client) ID of the service principal, or the client ID of a user-assigned managed identity.",
+    ),
+    "client_secret": _field("Client secret", "Secret of the service principal.", secret=True),
+    "client_certificate_path": _field(
+        "Client certificate path",
+        "PEM file (private key + certificate) of the service principal, instead of a secret.",
+    ),
+    "client_certificate_password": _field(
+        "Client certificate password", "Password of the certificate file, if it has one.", secret=True
+    ),
+    "federated_token_file": _field(
+        "Federated token file",
+        "Workload identity token file; empty: AZURE_FEDERATED_TOKEN_FILE from the environment.",
+    ),
+    "cloud": _field(
+        "Azure cloud",
+        "public, us_government or china: picks the token scope and authority. custom: set both below.",
+        enum=["public", "us_government", "china", "custom"],
+    ),
+    "authority_host": _field(
+        "Authority host",
+        "Override of the Entra authority, e.g. https://login.microsoftonline.us (or a local one).",
+    ),
+    "token_scope": _field(
+        "Token scope", "Override of the Batch token scope, e.g. https://batch.core.windows.net//.default."
+    ),
+    "ca_bundle": _field(
+        "CA bundle path",
+        "Trust these CA certificates for the Batch endpoint and the authority (e.g. the local Batch service's "
+        "--tls CA file). Empty: the system store.",
+    ),
+    "subscription_id": _field("Subscription ID", "For links to the Azure portal (optional)."),
+    "resource_group": _field("Resource group", "For links to the Azure portal (optional)."),
+}
+
+CONFIG_OPTIONS: dict[str, Any] = {
+    "default_conn_id": {
+        "description": "Connection used when an operator, sensor or hook is not given one.",
+        "version_added": "0.1.0",
+        "type": "string",
+        "example": "azbatch_prod",
+        "default": "azbatch_default",
+    },
+    "poll_interval": {
+        "description": "Seconds between polls of a running job, for the synchronous operator, the sensor and "
+        "the trigger. Also how often new task output is read.",
+        "version_added": "0.1.0",
+        "type": "float",
+        "example": "10",
+        "default": "5",
+    },
+    "stream_task_output": {
+        "description": "Stream Batch task stdout/stderr into the Airflow task log while the job runs.",
+        "version_added": "0.1.0",
+        "type": "boolean",
+        "example": "False",
+        "default": "True",
+    },
+    "max_streamed_tasks": {
+        "description": "Stream live output of at most this many tasks of a job (the first ones by submission "
+        "order); stderr of any failed task is printed whatever this limit.",
+        "version_added": "0.1.0",
+        "type": "integer",
+        "example": "50",
+        "default": "20",
+    },
+    "failure_tail_lines": {
+        "description": "Lines of stderr quoted in the error raised for a failed Batch task.",
+        "version_added": "0.1.0",
+        "type": "integer",
+        "example": "100",
+        "default": "30",
+    },
+    "max_read_bytes": {
+        "description": "Most bytes read from one task file per poll; a file growing faster is caught up "
+        "over the next polls, so memory stays bounded.",
+        "version_added": "0.1.0",
+        "type": "integer",
+        "example": "4194304",
+        "default": "1048576",
+    },
+}
