@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
-import tempfile
+import shutil
 from pathlib import Path
 
-_HOME = Path(tempfile.mkdtemp(prefix="azbatch-test-home-"))
+# A throwaway AIRFLOW_HOME inside the checkout (git-ignored), fresh for every session.
+_HOME = Path(__file__).resolve().parent.parent / ".test-home"
+shutil.rmtree(_HOME, ignore_errors=True)
+_HOME.mkdir()
 os.environ["AIRFLOW_HOME"] = str(_HOME)
 os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
 os.environ["AIRFLOW__CORE__UNIT_TEST_MODE"] = "True"
@@ -27,3 +30,36 @@ def batch_client(local_batch_service):
     )
     yield client
     client.close()
+
+
+@pytest.fixture(scope="session")
+def airflow_db():
+    """The Airflow metadata DB (SQLite in the throwaway AIRFLOW_HOME), for tests that run DAGs."""
+    from airflow.utils import db
+
+    db.initdb()
+
+
+@pytest.fixture
+def azbatch_default(local_batch_service, monkeypatch):
+    """``azbatch_default`` pointing at the session's local Batch service (shared key)."""
+    from tests.airflow_helpers import azbatch_connection_json
+
+    monkeypatch.setenv("AIRFLOW_CONN_AZBATCH_DEFAULT", azbatch_connection_json(local_batch_service))
+    return local_batch_service
+
+
+@pytest.fixture(scope="session")
+def shared_pool(batch_client):
+    """A 2-node x 4-slot pool on the session's local Batch service, ready to run tasks."""
+    from azure.batch import models as m
+
+    from tests.emulator import sdk_models
+    from tests.helpers import wait_until
+
+    batch_client.create_pool(sdk_models.pool("shared", nodes=2, slots=4))
+    wait_until(
+        lambda: sum(1 for n in batch_client.list_nodes("shared") if n.state == m.BatchNodeState.IDLE) == 2,
+        what="shared pool nodes",
+    )
+    return "shared"

@@ -1,0 +1,183 @@
+"""What an ``azbatch`` connection holds, read and checked once, with errors that say what to fix."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+from urllib.parse import urlsplit
+
+from airflow_provider_azbatch.hooks.clouds import CLOUDS, AzureCloud
+
+
+class AuthMethod(str, Enum):
+    SHARED_KEY = "shared_key"
+    SERVICE_PRINCIPAL = "service_principal"
+    MANAGED_IDENTITY = "managed_identity"
+    WORKLOAD_IDENTITY = "workload_identity"
+    DEFAULT = "default"
+
+
+class ConnectionConfigError(ValueError):
+    """A connection field is missing or malformed; the message names the field and the fix."""
+
+    def __init__(self, conn_id: str, field_name: str, problem: str) -> None:
+        super().__init__(f"Connection '{conn_id}': {field_name} {problem}")
+        self.conn_id = conn_id
+        self.field_name = field_name
+
+
+@dataclass(frozen=True)
+class BatchConnectionSettings:
+    conn_id: str
+    account_url: str
+    auth_method: AuthMethod
+    cloud: AzureCloud
+    account_name: str | None = None
+    account_key: str | None = field(default=None, repr=False)
+    tenant_id: str | None = None
+    client_id: str | None = None
+    client_secret: str | None = field(default=None, repr=False)
+    client_certificate_path: str | None = None
+    client_certificate_password: str | None = field(default=None, repr=False)
+    federated_token_file: str | None = None
+    ca_bundle: str | None = None
+    subscription_id: str | None = None
+    resource_group: str | None = None
+
+    @property
+    def token_scope(self) -> str:
+        return self.cloud.batch_scope
+
+    @property
+    def authority_host(self) -> str:
+        return self.cloud.authority_host
+
+    @property
+    def secrets(self) -> list[str]:
+        return [s for s in (self.account_key, self.client_secret, self.client_certificate_password) if s]
+
+    @classmethod
+    def from_connection(cls, conn: Any) -> BatchConnectionSettings:
+        conn_id = conn.conn_id
+        extra = _extras(conn)
+
+        def get(name: str) -> str | None:
+            value = extra.get(name)
+            if value is None or (isinstance(value, str) and not value.strip()):
+                return None
+            return str(value).strip()
+
+        def fail(name: str, problem: str) -> ConnectionConfigError:
+            return ConnectionConfigError(conn_id, name, problem)
+
+        account_url = get("account_url") or (conn.host or None)
+        if not account_url:
+            raise fail(
+                "account_url",
+                "is missing: set the Batch account URL, e.g. https://<account>.<region>.batch.azure.com",
+            )
+        parts = urlsplit(account_url)
+        if parts.scheme not in ("https", "http") or not parts.hostname:
+            raise fail(
+                "account_url",
+                f"is not a valid URL ({account_url!r}): it must look like https://<account>.<region>.batch.azure.com",
+            )
+        if parts.path not in ("", "/") or parts.query:
+            raise fail("account_url", f"must be the account endpoint only, without a path or query ({account_url!r})")
+        account_url = f"{parts.scheme}://{parts.netloc}"
+
+        key = conn.password or None
+        method_text = get("auth_method")
+        if method_text is None:
+            method = AuthMethod.SHARED_KEY if key else AuthMethod.DEFAULT
+        else:
+            try:
+                method = AuthMethod(method_text.lower())
+            except ValueError:
+                choices = ", ".join(m.value for m in AuthMethod)
+                raise fail("auth_method", f"is {method_text!r}; use one of: {choices}") from None
+
+        cloud_name = (get("cloud") or "public").lower()
+        authority_override, scope_override = get("authority_host"), get("token_scope")
+        if cloud_name == "custom":
+            if not authority_override or not scope_override:
+                raise fail(
+                    "cloud",
+                    "is custom: set both authority_host (e.g. https://login.example) and token_scope "
+                    "(e.g. https://batch.example//.default)",
+                )
+            cloud = AzureCloud("custom", scope_override, authority_override, "")
+        elif cloud_name in CLOUDS:
+            base = CLOUDS[cloud_name]
+            cloud = AzureCloud(
+                base.name,
+                scope_override or base.batch_scope,
+                authority_override or base.authority_host,
+                base.portal_url,
+            )
+        else:
+            raise fail("cloud", f"is {cloud_name!r}; use public, us_government, china or custom")
+        if not cloud.authority_host.startswith("https://"):
+            cloud = AzureCloud(cloud.name, cloud.batch_scope, f"https://{cloud.authority_host}", cloud.portal_url)
+
+        settings = cls(
+            conn_id=conn_id,
+            account_url=account_url,
+            auth_method=method,
+            cloud=cloud,
+            account_name=conn.login or None,
+            account_key=key,
+            tenant_id=get("tenant_id"),
+            client_id=get("client_id"),
+            client_secret=get("client_secret"),
+            client_certificate_path=get("client_certificate_path"),
+            client_certificate_password=get("client_certificate_password"),
+            federated_token_file=get("federated_token_file"),
+            ca_bundle=get("ca_bundle"),
+            subscription_id=get("subscription_id"),
+            resource_group=get("resource_group"),
+        )
+        settings._check(fail)
+        return settings
+
+    def _check(self, fail: Any) -> None:
+        if self.auth_method is AuthMethod.SHARED_KEY:
+            if not self.account_name:
+                raise fail("login", "(Batch account name) is missing: shared_key authentication needs it")
+            if not self.account_key:
+                raise fail("password", "(Batch account key) is missing: shared_key authentication needs it")
+            try:
+                base64.b64decode(self.account_key, validate=True)
+            except (binascii.Error, ValueError):
+                raise fail(
+                    "password", "(Batch account key) is not base64: paste the key as the Azure portal shows it"
+                ) from None
+            return
+        if self.account_url.startswith("http://"):
+            raise fail(
+                "account_url",
+                f"uses http: {self.auth_method.value} sends bearer tokens, which need https "
+                "(for the local Batch service, start it with --tls and set ca_bundle)",
+            )
+        if self.auth_method is AuthMethod.SERVICE_PRINCIPAL:
+            if not self.tenant_id:
+                raise fail("tenant_id", "is missing: service_principal authentication needs the tenant")
+            if not self.client_id:
+                raise fail("client_id", "is missing: service_principal authentication needs the application id")
+            if not self.client_secret and not self.client_certificate_path:
+                raise fail(
+                    "client_secret",
+                    "is missing: service_principal authentication needs client_secret or client_certificate_path",
+                )
+
+
+def _extras(conn: Any) -> dict[str, Any]:
+    extra = dict(conn.extra_dejson or {})
+    # Older UIs store form fields as extra__<conn type>__<name>.
+    for key in list(extra):
+        if key.startswith("extra__azbatch__"):
+            extra.setdefault(key[len("extra__azbatch__") :], extra[key])
+    return extra

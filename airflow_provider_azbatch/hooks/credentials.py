@@ -1,0 +1,80 @@
+"""Credential objects for each authentication method, from azure-core and azure-identity.
+
+Nothing here signs requests: shared key goes through the SDK's own policy, tokens through
+azure-identity's credentials (their caching, retries and token refresh included).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from azure.core.credentials import AzureNamedKeyCredential
+
+from airflow_provider_azbatch.hooks.clouds import CLOUDS
+from airflow_provider_azbatch.hooks.connection import AuthMethod, BatchConnectionSettings
+
+_PUBLIC_AUTHORITIES = {cloud.authority_host for cloud in CLOUDS.values()}
+
+
+def credential_kwargs(settings: BatchConnectionSettings) -> dict[str, Any]:
+    """Arguments every identity credential gets: authority and TLS trust."""
+    kwargs: dict[str, Any] = {"authority": settings.authority_host}
+    if settings.authority_host not in _PUBLIC_AUTHORITIES:
+        # A private or sovereign-like authority: do not ask the public cloud to validate it.
+        kwargs["disable_instance_discovery"] = True
+    if settings.ca_bundle:
+        kwargs["connection_verify"] = settings.ca_bundle
+    return kwargs
+
+
+def build_credential(settings: BatchConnectionSettings, *, asynchronous: bool = False) -> Any:
+    """The credential for ``BatchClient`` (sync) or ``azure.batch.aio.BatchClient`` (asynchronous)."""
+    if settings.auth_method is AuthMethod.SHARED_KEY:
+        assert settings.account_name
+        assert settings.account_key
+        return AzureNamedKeyCredential(settings.account_name, settings.account_key)
+    if asynchronous:
+        from azure.identity import aio as identity
+    else:
+        import azure.identity as identity  # type: ignore[no-redef]
+    kwargs = credential_kwargs(settings)
+    method = settings.auth_method
+    if method is AuthMethod.SERVICE_PRINCIPAL:
+        if settings.client_certificate_path:
+            return identity.CertificateCredential(
+                settings.tenant_id,
+                settings.client_id,
+                certificate_path=settings.client_certificate_path,
+                password=settings.client_certificate_password,
+                **kwargs,
+            )
+        return identity.ClientSecretCredential(settings.tenant_id, settings.client_id, settings.client_secret, **kwargs)
+    if method is AuthMethod.MANAGED_IDENTITY:
+        mi_kwargs = {"connection_verify": settings.ca_bundle} if settings.ca_bundle else {}
+        return identity.ManagedIdentityCredential(client_id=settings.client_id, **mi_kwargs)
+    if method is AuthMethod.WORKLOAD_IDENTITY:
+        wi_kwargs: dict[str, Any] = dict(kwargs)
+        if settings.tenant_id:
+            wi_kwargs["tenant_id"] = settings.tenant_id
+        if settings.client_id:
+            wi_kwargs["client_id"] = settings.client_id
+        if settings.federated_token_file:
+            wi_kwargs["token_file_path"] = settings.federated_token_file
+        return identity.WorkloadIdentityCredential(**wi_kwargs)
+    default_kwargs: dict[str, Any] = {"authority": settings.authority_host}
+    if settings.client_id:
+        default_kwargs["managed_identity_client_id"] = settings.client_id
+        default_kwargs["workload_identity_client_id"] = settings.client_id
+    if settings.tenant_id:
+        default_kwargs["workload_identity_tenant_id"] = settings.tenant_id
+    if settings.ca_bundle:
+        default_kwargs["connection_verify"] = settings.ca_bundle
+    return identity.DefaultAzureCredential(**default_kwargs)
+
+
+def client_kwargs(settings: BatchConnectionSettings) -> dict[str, Any]:
+    """Arguments for the Batch clients: the cloud's token scope and TLS trust."""
+    kwargs: dict[str, Any] = {"credential_scopes": [settings.token_scope]}
+    if settings.ca_bundle:
+        kwargs["connection_verify"] = settings.ca_bundle
+    return kwargs

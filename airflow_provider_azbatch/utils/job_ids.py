@@ -1,0 +1,39 @@
+"""Job ids derived from where they run in Airflow, so a retry finds the job an earlier try made."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+MAX_ID_LENGTH = 64
+_INVALID = re.compile(r"[^A-Za-z0-9_-]+")
+_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+class InvalidJobIdError(ValueError):
+    pass
+
+
+def _clean(text: str, limit: int) -> str:
+    return _INVALID.sub("-", text).strip("-_")[:limit].strip("-_") or "x"
+
+
+def default_job_id(dag_id: str, task_id: str, run_id: str, map_index: int = -1) -> str:
+    """``<dag>-<task>-<hash>``: readable, unique per DAG run and mapped task, at most 64 characters."""
+    digest = hashlib.sha256(f"{dag_id}\x00{task_id}\x00{run_id}\x00{map_index}".encode()).hexdigest()[:12]
+    head = f"{_clean(dag_id, 24)}-{_clean(task_id, 24)}"
+    return f"{head}-{digest}"
+
+
+def attempt_job_id(base: str, attempt: int) -> str:
+    """The id of a fresh submission that replaces a failed job (attempt 2, 3, ...)."""
+    suffix = f"-a{attempt}"
+    return base[: MAX_ID_LENGTH - len(suffix)] + suffix
+
+
+def check_job_id(job_id: str) -> str:
+    if not isinstance(job_id, str) or not _ID.match(job_id):
+        raise InvalidJobIdError(
+            f"job_id {job_id!r} is not a valid Batch job id: use at most 64 letters, digits, '-' or '_'"
+        )
+    return job_id
