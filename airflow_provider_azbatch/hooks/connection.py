@@ -120,6 +120,8 @@ class BatchConnectionSettings:
             )
         else:
             raise fail("cloud", f"is {cloud_name!r}; use public, us_government, china or custom")
+        if cloud.authority_host.startswith("http://"):
+            raise fail("authority_host", f"must use https ({cloud.authority_host!r}): token authorities are https only")
         if not cloud.authority_host.startswith("https://"):
             cloud = AzureCloud(cloud.name, cloud.batch_scope, f"https://{cloud.authority_host}", cloud.portal_url)
 

@@ -13,7 +13,8 @@ from azure.core.credentials import AzureNamedKeyCredential
 from airflow_provider_azbatch.hooks.clouds import CLOUDS
 from airflow_provider_azbatch.hooks.connection import AuthMethod, BatchConnectionSettings
 
-_PUBLIC_AUTHORITIES = {cloud.authority_host for cloud in CLOUDS.values()}
+# AzureAuthorityHosts are bare host names; settings carry them with their scheme.
+_PUBLIC_AUTHORITIES = {f"https://{cloud.authority_host}" for cloud in CLOUDS.values()}
 
 
 def credential_kwargs(settings: BatchConnectionSettings) -> dict[str, Any]:

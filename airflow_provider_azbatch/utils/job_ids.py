@@ -7,7 +7,7 @@ import re
 
 MAX_ID_LENGTH = 64
 _INVALID = re.compile(r"[^A-Za-z0-9_-]+")
-_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 class InvalidJobIdError(ValueError):
@@ -32,7 +32,7 @@ def attempt_job_id(base: str, attempt: int) -> str:
 
 
 def check_job_id(job_id: str) -> str:
-    if not isinstance(job_id, str) or not _ID.match(job_id):
+    if not isinstance(job_id, str) or not _ID.fullmatch(job_id):
         raise InvalidJobIdError(
             f"job_id {job_id!r} is not a valid Batch job id: use at most 64 letters, digits, '-' or '_'"
         )

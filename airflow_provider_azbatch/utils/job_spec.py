@@ -10,7 +10,7 @@ from typing import Any
 
 from azure.batch import models as batch_models
 
-_TASK_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_TASK_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 TASK_FIELDS = (
     "id",
     "command_line",
@@ -91,7 +91,7 @@ class TaskSpec:
         if unknown:
             raise TaskSpecError(f"{where} has unknown field(s) {', '.join(unknown)}; known: {', '.join(TASK_FIELDS)}")
         task_id = value.get("id")
-        if not isinstance(task_id, str) or not _TASK_ID.match(task_id):
+        if not isinstance(task_id, str) or not _TASK_ID.fullmatch(task_id):
             raise TaskSpecError(
                 f"{where}.id {task_id!r} is not a valid Batch task id: use at most 64 letters, digits, '-' or '_'"
             )
@@ -99,7 +99,7 @@ class TaskSpec:
         if not isinstance(command, str) or not command.strip():
             raise TaskSpecError(f"{where}.command_line is missing: give the shell command the task runs")
         depends = value.get("depends_on") or ()
-        if isinstance(depends, str) or not all(isinstance(item, str) for item in depends):
+        if not isinstance(depends, (list, tuple)) or not all(isinstance(item, str) for item in depends):
             raise TaskSpecError(f"{where}.depends_on must be a list of task ids, got {depends!r}")
         slots = value.get("required_slots")
         if slots is not None and (isinstance(slots, bool) or not isinstance(slots, int) or slots < 1):

@@ -122,7 +122,8 @@ class JobWatcher:
         counts = self.state.counts
         if counts is None or counts["active"] or counts["running"]:
             return False
-        return self.state.expected_tasks is None or counts["completed"] >= self.state.expected_tasks
+        # A job watched from outside (the sensor) has no known size: it needs at least one task.
+        return counts["completed"] >= (self.state.expected_tasks if self.state.expected_tasks is not None else 1)
 
     def job_over(self) -> bool:
         """Every task finished, or the job ended (terminated, hit its wall clock) with tasks left."""

@@ -57,7 +57,8 @@ def split_lines(data: bytes, *, final: bool, max_line_bytes: int = MAX_LINE_BYTE
     position = 0
     length = len(data)
     while position < length:
-        newline = data.find(b"\n", position, position + max_line_bytes + 1)
+        # +2: a line of exactly max_line_bytes may still be followed by "\r\n".
+        newline = data.find(b"\n", position, position + max_line_bytes + 2)
         if newline != -1:
             lines.append(_decode(data[position:newline]))
             position = newline + 1
@@ -82,7 +83,7 @@ def _decode(raw: bytes) -> str:
 def _char_boundary(data: bytes, cut: int, floor: int) -> int:
     """Move a cut left off UTF-8 continuation bytes, so a character is not split in two."""
     probe = cut
-    while probe > floor + 1 and probe - cut < 4 and (data[probe] & 0xC0) == 0x80:
+    while probe > floor + 1 and cut - probe < 4 and (data[probe] & 0xC0) == 0x80:
         probe -= 1
     return probe if probe > floor else cut
 
