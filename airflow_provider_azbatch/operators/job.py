@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Mapping, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -13,6 +14,8 @@ from airflow.sdk.exceptions import AirflowException
 
 from airflow_provider_azbatch import config
 from airflow_provider_azbatch.hooks.batch import AzureBatchHook, describe_error
+from airflow_provider_azbatch.links.job import LINK_XCOM_KEY, AzureBatchJobLink
+from airflow_provider_azbatch.triggers.job import DEFAULT_MAX_OUTAGE_SECONDS, AzureBatchJobTrigger
 from airflow_provider_azbatch.utils.job_ids import attempt_job_id, check_job_id, default_job_id
 from airflow_provider_azbatch.utils.job_results import collect_outcomes, failure_report
 from airflow_provider_azbatch.utils.job_spec import JobSubmission, TaskSpec, TaskSpecError, parse_tasks
@@ -22,6 +25,17 @@ if TYPE_CHECKING:
     from airflow.sdk import Context
 
 ACTIVE_JOB_STATES = ("active", "disabling", "disabled", "enabling")
+ON_FINISH_ACTIONS = ("keep_job", "delete_job", "delete_succeeded_job")
+# Where a try remembers the job it watches (Airflow >= 3.3 task state store), across worker crashes.
+STATE_STORE_KEY = "azbatch_job_id"
+# The trigger's own timeout fires this long before Airflow's deferral timeout would.
+TIMEOUT_PADDING = timedelta(seconds=60)
+
+
+def _default_deferrable() -> bool:
+    from airflow.sdk import conf
+
+    return conf.getboolean("operators", "default_deferrable", fallback=False)
 
 
 class AzureBatchJobOperator(BaseOperator):
@@ -42,11 +56,15 @@ class AzureBatchJobOperator(BaseOperator):
     :param job_max_wall_clock: longest the whole job may run before the service terminates it.
     :param azbatch_conn_id: the ``azbatch`` connection (default ``[azbatch] default_conn_id``).
     :param poll_interval: seconds between polls (default ``[azbatch] poll_interval``).
+    :param deferrable: wait in the triggerer instead of holding a worker slot (default
+        ``[operators] default_deferrable``).
     :param stream_output: show task stdout/stderr in the Airflow log (default ``[azbatch] stream_task_output``).
     :param max_streamed_tasks: show live output of at most this many tasks, the first ones submitted
         (default ``[azbatch] max_streamed_tasks``); stderr of failed tasks is always shown at the end.
     :param failure_tail_lines: stderr lines quoted in the error for a failed task.
+    :param on_finish_action: ``keep_job`` (default), ``delete_job`` or ``delete_succeeded_job``.
     :param force_new_job: submit a new job even if this task instance already has one.
+    :param max_outage: deferrable mode: seconds of Batch service errors the trigger waits out.
     """
 
     template_fields: Sequence[str] = (
@@ -60,6 +78,7 @@ class AzureBatchJobOperator(BaseOperator):
     )
     template_fields_renderers = {"tasks": "json", "environment": "json", "metadata": "json", "command": "bash"}
     ui_color = "#cfe8fc"
+    operator_extra_links = (AzureBatchJobLink(),)
 
     def __init__(
         self,
@@ -76,10 +95,13 @@ class AzureBatchJobOperator(BaseOperator):
         display_name: str | None = None,
         azbatch_conn_id: str | None = None,
         poll_interval: float | None = None,
+        deferrable: bool | None = None,
         stream_output: bool | None = None,
         max_streamed_tasks: int | None = None,
         failure_tail_lines: int | None = None,
+        on_finish_action: str = "keep_job",
         force_new_job: bool = False,
+        max_outage: float = DEFAULT_MAX_OUTAGE_SECONDS,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -95,6 +117,7 @@ class AzureBatchJobOperator(BaseOperator):
         self.display_name = display_name
         self.azbatch_conn_id = azbatch_conn_id or config.get_str("default_conn_id")
         self.poll_interval = poll_interval if poll_interval is not None else config.get_float("poll_interval")
+        self.deferrable = deferrable if deferrable is not None else _default_deferrable()
         self.stream_output = stream_output if stream_output is not None else config.get_bool("stream_task_output")
         self.max_streamed_tasks = (
             max_streamed_tasks if max_streamed_tasks is not None else config.get_int("max_streamed_tasks")
@@ -102,11 +125,17 @@ class AzureBatchJobOperator(BaseOperator):
         self.failure_tail_lines = (
             failure_tail_lines if failure_tail_lines is not None else config.get_int("failure_tail_lines")
         )
+        self.on_finish_action = on_finish_action
         self.force_new_job = force_new_job
+        self.max_outage = max_outage
         if self.poll_interval <= 0:
             raise ValueError(f"poll_interval must be a positive number of seconds, got {self.poll_interval!r}")
         if self.max_streamed_tasks < 0:
             raise ValueError(f"max_streamed_tasks must be >= 0, got {self.max_streamed_tasks!r}")
+        if on_finish_action not in ON_FINISH_ACTIONS:
+            raise ValueError(
+                f"on_finish_action must be one of {', '.join(ON_FINISH_ACTIONS)}, got {on_finish_action!r}"
+            )
         self._submitted_job_id: str | None = None
 
     @cached_property
@@ -118,12 +147,47 @@ class AzureBatchJobOperator(BaseOperator):
         submission = self._submission(context)
         hook = self.hook
         self._check_pool(hook, submission.pool_id)
-        job_id, finished = self._submit_or_reattach(hook, submission)
+        job_id, finished = self._submit_or_reattach(hook, submission, context)
+        self._publish_job(context, job_id)
         watcher = self._watcher(job_id, submission.tasks)
-        if not finished:
+        if finished:
+            return self._finish(hook, watcher)
+        if self.deferrable:
+            self._defer(context, watcher)
+        try:
             self._wait(hook, watcher)
+        except BaseException as exc:
+            if type(exc).__name__ == "AirflowTaskTimeout":
+                self._terminate_for_timeout(job_id)
+                raise type(exc)(
+                    f"Batch job {job_id} did not finish within execution_timeout ({self.execution_timeout}); "
+                    "the Batch job was terminated"
+                ) from None
+            raise
         return self._finish(hook, watcher)
 
+    def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Resume after the trigger: flush what it did not print, then report like the sync path."""
+        if not event or "watch_state" not in event:
+            raise AirflowException(f"The Batch trigger sent no usable event ({event!r})")
+        hook = self.hook
+        watcher = JobWatcher(WatchState.from_json(event["watch_state"]), stream_output=self.stream_output)
+        job_id = watcher.state.job_id
+        self._submitted_job_id = job_id
+        status = event.get("status")
+        if status == "timeout":
+            self._terminate_for_timeout(job_id)
+            self._flush(hook, watcher)
+            raise AirflowException(
+                f"Batch job {job_id} did not finish within execution_timeout ({self.execution_timeout}); "
+                "the Batch job was terminated"
+            )
+        if status == "error":
+            raise AirflowException(event.get("message") or f"Waiting for Batch job {job_id} failed")
+        self._flush(hook, watcher)
+        return self._finish(hook, watcher)
+
+    # -- submission ---------------------------------------------------------------------------------------
     def _submission(self, context: Context) -> JobSubmission:
         try:
             specs = parse_tasks(self.command, self.tasks)
@@ -157,10 +221,18 @@ class AzureBatchJobOperator(BaseOperator):
                 "or give the id of an existing one"
             )
 
-    def _submit_or_reattach(self, hook: AzureBatchHook, submission: JobSubmission) -> tuple[str, bool]:
-        """(job id to watch, whether it already finished). Never creates a second job for a try."""
+    def _submit_or_reattach(
+        self, hook: AzureBatchHook, submission: JobSubmission, context: Context
+    ) -> tuple[str, bool]:
+        """(job id to watch, whether it already finished). Never a second job for one try.
+
+        Ids are ``<base>``, ``<base>-a2``, ``<base>-a3`` ...: a try looks at them in order (from the one
+        its task instance remembered) and reattaches to an active job, reports a job that already
+        succeeded, or submits the next id after jobs that failed. Two tries racing for one id meet at
+        the service (``JobExists``), and the loser reattaches to the winner's job.
+        """
         base = submission.job_id
-        attempt = 1
+        attempt = _attempt_of(_remembered(context), base)
         while True:
             job_id = base if attempt == 1 else attempt_job_id(base, attempt)
             job = hook.get_job(job_id, select=["id", "state", "executionInfo"])
@@ -172,15 +244,18 @@ class AzureBatchJobOperator(BaseOperator):
                     len(submission.tasks),
                     submission.pool_id,
                 )
-                if hook.submit_job(submission):
+                created = hook.submit_job(submission)
+                _remember(context, job_id)
+                if created:
                     self._submitted_job_id = job_id
                     return job_id, False
-                continue  # created by someone else in between: look again
+                continue  # someone else created it in between: look at it again
             state = enum_value(job.state)
             if state in ACTIVE_JOB_STATES and not self.force_new_job:
                 self.log.info("Reattaching to Batch job %s (state %s) submitted by an earlier try", job_id, state)
                 submission.job_id = job_id
                 hook.submit_job(submission)  # adds any task a crashed try did not add yet
+                _remember(context, job_id)
                 self._submitted_job_id = job_id
                 return job_id, False
             if state == "completed" and not self.force_new_job and self._all_succeeded(hook, job_id):
@@ -188,12 +263,29 @@ class AzureBatchJobOperator(BaseOperator):
                     "Batch job %s already finished successfully in an earlier try; not running it again", job_id
                 )
                 return job_id, True
+            if state not in ACTIVE_JOB_STATES:
+                self.log.info("Batch job %s is %s and did not succeed: submitting a new job", job_id, state)
             attempt += 1
 
     def _all_succeeded(self, hook: AzureBatchHook, job_id: str) -> bool:
         counts = hook.get_task_counts(job_id)
         return counts.failed == 0 and counts.active == 0 and counts.running == 0 and counts.completed > 0
 
+    def _publish_job(self, context: Context, job_id: str) -> None:
+        settings = self.hook.settings
+        context["ti"].xcom_push(
+            key=LINK_XCOM_KEY,
+            value={
+                "job_id": job_id,
+                "account_url": settings.account_url,
+                "account_name": self.hook.account_name,
+                "subscription_id": settings.subscription_id,
+                "resource_group": settings.resource_group,
+                "portal_url": settings.cloud.portal_url,
+            },
+        )
+
+    # -- waiting ------------------------------------------------------------------------------------------
     def _watcher(self, job_id: str, specs: list[TaskSpec]) -> JobWatcher:
         state = WatchState(
             job_id=job_id,
@@ -207,27 +299,59 @@ class AzureBatchJobOperator(BaseOperator):
         while not watch_step(hook.client, watcher, self._emit, max_bytes=max_bytes):
             time.sleep(self.poll_interval)
 
+    def _flush(self, hook: AzureBatchHook, watcher: JobWatcher) -> None:
+        """Print output the trigger had not printed yet (finished streams are skipped by their cursors)."""
+        if not watcher.job_over():
+            watch_step(hook.client, watcher, self._emit, max_bytes=config.get_int("max_read_bytes"))
+        max_bytes = config.get_int("max_read_bytes")
+        for _ in range(100):  # bounded: each round reads up to max_read_bytes per stream
+            pending = [item for item in watcher.streams_to_read() if item[2]]
+            if not pending:
+                return
+            watch_step(hook.client, watcher, self._emit, max_bytes=max_bytes)
+
+    def _defer(self, context: Context, watcher: JobWatcher) -> None:
+        deadline = None
+        timeout = None
+        if self.execution_timeout is not None:
+            started = getattr(context["ti"], "start_date", None) or datetime.now(timezone.utc)
+            end = started + self.execution_timeout
+            deadline = end.timestamp()
+            timeout = max(end - datetime.now(timezone.utc), timedelta(seconds=1)) + TIMEOUT_PADDING
+        self.defer(
+            trigger=AzureBatchJobTrigger(
+                azbatch_conn_id=self.azbatch_conn_id,
+                watch_state=watcher.state.to_json(),
+                poll_interval=self.poll_interval,
+                deadline=deadline,
+                stream_output=self.stream_output,
+                max_read_bytes=config.get_int("max_read_bytes"),
+                max_outage=self.max_outage,
+                terminate_on_kill=True,
+            ),
+            method_name="execute_complete",
+            timeout=timeout,
+        )
+
     def _emit(self, line: str) -> None:
         self.log.info("%s", line)
 
+    # -- the end ------------------------------------------------------------------------------------------
     def _finish(self, hook: AzureBatchHook, watcher: JobWatcher) -> dict[str, Any]:
         job_id = watcher.state.job_id
         listed, unsuccessful, total = collect_outcomes(hook.client, job_id)
-        job = hook.get_job(job_id, select=["id", "state", "executionInfo", "poolInfo"])
+        job = hook.get_job(job_id, select=["id", "state", "executionInfo"])
         reason = getattr(job.execution_info, "termination_reason", None) if job is not None else None
         counts = hook.get_task_counts(job_id)
         self.log.info("Batch job %s: %d of %d tasks succeeded", job_id, counts.succeeded, total)
+        report = None
         if unsuccessful:
-            raise AirflowException(
-                failure_report(
-                    hook.client,
-                    job_id,
-                    unsuccessful,
-                    total,
-                    tail_lines=self.failure_tail_lines,
-                    terminate_reason=reason,
-                )
+            report = failure_report(
+                hook.client, job_id, unsuccessful, total, tail_lines=self.failure_tail_lines, terminate_reason=reason
             )
+        self._clean_up(hook, job_id, succeeded=report is None)
+        if report is not None:
+            raise AirflowException(report)
         return {
             "job_id": job_id,
             "pool_id": self.pool_id,
@@ -238,6 +362,21 @@ class AzureBatchJobOperator(BaseOperator):
             "tasks_truncated": total > len(listed),
         }
 
+    def _clean_up(self, hook: AzureBatchHook, job_id: str, *, succeeded: bool) -> None:
+        if self.on_finish_action == "delete_job" or (self.on_finish_action == "delete_succeeded_job" and succeeded):
+            self.log.info("Deleting Batch job %s (on_finish_action=%s)", job_id, self.on_finish_action)
+            try:
+                hook.delete_job(job_id)
+            except Exception as exc:
+                self.log.warning("Could not delete Batch job %s: %s", job_id, describe_error(exc))
+
+    def _terminate_for_timeout(self, job_id: str) -> None:
+        self.log.error("Batch job %s ran past execution_timeout (%s): terminating it", job_id, self.execution_timeout)
+        try:
+            self.hook.terminate_job(job_id, reason="AirflowExecutionTimeout", wait=True)
+        except Exception as exc:
+            self.log.error("Could not terminate Batch job %s: %s", job_id, describe_error(exc))
+
     def on_kill(self) -> None:
         job_id = self._submitted_job_id
         if job_id is None:
@@ -247,6 +386,37 @@ class AzureBatchJobOperator(BaseOperator):
             self.hook.terminate_job(job_id, reason="AirflowTaskKilled")
         except Exception as exc:  # on_kill must not raise; say what happened instead
             self.log.error("Could not terminate Batch job %s: %s", job_id, describe_error(exc))
+
+
+def _remembered(context: Context) -> str | None:
+    store = context.get("task_state_store")  # type: ignore[call-overload]
+    if store is None:
+        return None
+    try:
+        value = store.get(STATE_STORE_KEY)
+    except Exception:  # an execution API without a task state store (older Airflow): ids alone suffice
+        return None
+    return value if isinstance(value, str) else None
+
+
+def _remember(context: Context, job_id: str) -> None:
+    store = context.get("task_state_store")  # type: ignore[call-overload]
+    if store is None:
+        return
+    try:
+        store.set(STATE_STORE_KEY, job_id)
+    except Exception as exc:  # still safe: job ids are deterministic, a retry finds the job by scanning
+        logging.getLogger(__name__).warning("Could not remember Batch job %s in the task state store: %s", job_id, exc)
+
+
+def _attempt_of(job_id: str | None, base: str) -> int:
+    """The attempt number of a remembered job id of this base (1 when unknown)."""
+    if job_id is None or job_id == base:
+        return 1
+    head, _, number = job_id.rpartition("-a")
+    if number.isdigit() and base.startswith(head):
+        return int(number)
+    return 1
 
 
 def _seconds(value: timedelta | float | None, name: str) -> timedelta | None:

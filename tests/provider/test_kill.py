@@ -19,17 +19,22 @@ def _job(client):
     return jobs[0] if jobs else None
 
 
-def test_sigterm_to_the_task_terminates_its_batch_job(airflow_db, local_batch_service, shared_pool, batch_client):
+def test_sigterm_to_the_task_terminates_its_batch_job(
+    airflow_db, local_batch_service, shared_pool, batch_client, tmp_path
+):
     env = {
         **os.environ,
         "AIRFLOW_CONN_AZBATCH_DEFAULT": azbatch_connection_json(local_batch_service),
         "PYTHONUNBUFFERED": "1",
     }
     airflow = str(Path(sys.executable).with_name("airflow"))
+    # A file, not a pipe: nobody reads a pipe while we wait, and a full one would block the task.
+    log_path = tmp_path / "task.log"
+    log_file = open(log_path, "w")  # noqa: SIM115 - closed below, after the process ends
     process = subprocess.Popen(
         [airflow, "tasks", "test", "azbatch_long_job", "run_long"],
         env=env,
-        stdout=subprocess.PIPE,
+        stdout=log_file,
         stderr=subprocess.STDOUT,
         text=True,
         start_new_session=True,
@@ -42,10 +47,12 @@ def test_sigterm_to_the_task_terminates_its_batch_job(airflow_db, local_batch_se
             what="the Batch task running",
         )
         process.send_signal(signal.SIGTERM)
-        output, _ = process.communicate(timeout=60)
+        process.wait(timeout=60)
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
+        log_file.close()
+    output = log_path.read_text()
     assert f"Terminating Batch job {job.id} (the Airflow task was killed)" in output
     ended = wait_until(
         lambda: (j := batch_client.get_job(job.id)).state == m.BatchJobState.COMPLETED and j, what="job completed"

@@ -1,0 +1,139 @@
+"""``AzureBatchJobSensor``: wait for a Batch job submitted elsewhere (poke or deferrable)."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from airflow.sdk import BaseSensorOperator
+from airflow.sdk.exceptions import AirflowException
+
+from airflow_provider_azbatch import config
+from airflow_provider_azbatch.hooks.batch import AzureBatchHook
+from airflow_provider_azbatch.triggers.job import DEFAULT_MAX_OUTAGE_SECONDS, AzureBatchJobTrigger
+from airflow_provider_azbatch.utils.job_results import collect_outcomes, failure_report
+from airflow_provider_azbatch.utils.job_watch import JobWatcher, WatchState, watch_step
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+
+class AzureBatchJobSensor(BaseSensorOperator):
+    """Succeeds when every task of the job has finished (or the job ended), failing if any task failed.
+
+    :param job_id: the Batch job to watch.
+    :param azbatch_conn_id: the ``azbatch`` connection (default ``[azbatch] default_conn_id``).
+    :param stream_output: show the first ``max_streamed_tasks`` tasks' output in the log (default off:
+        the job is someone else's). Works in ``poke`` mode and deferrable, not with ``mode="reschedule"``.
+    :param fail_on_task_failure: fail when a task failed (default) or succeed once the job is over.
+    :param deferrable: wait in the triggerer (default ``[operators] default_deferrable``).
+    """
+
+    template_fields: Sequence[str] = ("job_id",)
+    ui_color = "#cfe8fc"
+
+    def __init__(
+        self,
+        *,
+        job_id: str,
+        azbatch_conn_id: str | None = None,
+        stream_output: bool = False,
+        max_streamed_tasks: int | None = None,
+        fail_on_task_failure: bool = True,
+        failure_tail_lines: int | None = None,
+        deferrable: bool | None = None,
+        max_outage: float = DEFAULT_MAX_OUTAGE_SECONDS,
+        **kwargs: Any,
+    ) -> None:
+        from airflow.sdk import conf
+
+        kwargs.setdefault("poke_interval", config.get_float("poll_interval"))
+        super().__init__(**kwargs)
+        self.job_id = job_id
+        self.azbatch_conn_id = azbatch_conn_id or config.get_str("default_conn_id")
+        self.stream_output = stream_output
+        self.max_streamed_tasks = (
+            max_streamed_tasks if max_streamed_tasks is not None else config.get_int("max_streamed_tasks")
+        )
+        self.fail_on_task_failure = fail_on_task_failure
+        self.failure_tail_lines = (
+            failure_tail_lines if failure_tail_lines is not None else config.get_int("failure_tail_lines")
+        )
+        self.deferrable = (
+            deferrable if deferrable is not None else conf.getboolean("operators", "default_deferrable", fallback=False)
+        )
+        self.max_outage = max_outage
+        if stream_output and self.mode == "reschedule":
+            raise ValueError(
+                "stream_output needs the sensor to keep its place between pokes: use mode='poke' or "
+                "deferrable=True with it, not mode='reschedule'"
+            )
+        self._watcher: JobWatcher | None = None
+
+    @cached_property
+    def hook(self) -> AzureBatchHook:
+        return AzureBatchHook(self.azbatch_conn_id)
+
+    def _new_watcher(self) -> JobWatcher:
+        if self.hook.get_job(self.job_id, select=["id"]) is None:
+            raise AirflowException(f"Batch job {self.job_id!r} does not exist in account '{self.hook.account_name}'")
+        streamed: list[str] = []
+        if self.stream_output and self.max_streamed_tasks:
+            tasks = self.hook.list_tasks(self.job_id, select=["id"])
+            streamed = [task.id for task in itertools.islice(tasks, self.max_streamed_tasks)]
+        state = WatchState(job_id=self.job_id, streamed=streamed)
+        return JobWatcher(state, stream_output=self.stream_output)
+
+    def execute(self, context: Context) -> Any:
+        if self.deferrable:
+            watcher = self._new_watcher()
+            self.defer(
+                trigger=AzureBatchJobTrigger(
+                    azbatch_conn_id=self.azbatch_conn_id,
+                    watch_state=watcher.state.to_json(),
+                    poll_interval=self.poke_interval,
+                    stream_output=self.stream_output,
+                    max_read_bytes=config.get_int("max_read_bytes"),
+                    max_outage=self.max_outage,
+                    terminate_on_kill=False,  # not our job to stop
+                ),
+                method_name="execute_complete",
+            )
+        return super().execute(context)
+
+    def poke(self, context: Context) -> bool:
+        if self._watcher is None:
+            self._watcher = self._new_watcher()
+        done = watch_step(self.hook.client, self._watcher, self._emit, max_bytes=config.get_int("max_read_bytes"))
+        if done:
+            self._report()
+        return done
+
+    def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> None:
+        if not event or event.get("status") != "done":
+            message = (event or {}).get("message") or f"Waiting for Batch job {self.job_id} ended with {event!r}"
+            raise AirflowException(message)
+        self._report()
+
+    def _report(self) -> None:
+        _, unsuccessful, total = collect_outcomes(self.hook.client, self.job_id)
+        failed = [outcome for outcome in unsuccessful if outcome.state == "completed"]
+        self.log.info("Batch job %s is over: %d of %d tasks failed", self.job_id, len(failed), total)
+        if failed and self.fail_on_task_failure:
+            job = self.hook.get_job(self.job_id, select=["executionInfo"])
+            reason = getattr(getattr(job, "execution_info", None), "termination_reason", None)
+            raise AirflowException(
+                failure_report(
+                    self.hook.client,
+                    self.job_id,
+                    failed,
+                    total,
+                    tail_lines=self.failure_tail_lines,
+                    terminate_reason=reason,
+                )
+            )
+
+    def _emit(self, line: str) -> None:
+        self.log.info("%s", line)

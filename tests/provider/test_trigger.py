@@ -1,0 +1,145 @@
+"""AzureBatchJobTrigger against the local Batch service: cost, resilience, sharing, kill."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+
+from azure.batch import models as m
+
+from airflow_provider_azbatch.hooks import async_clients
+from airflow_provider_azbatch.hooks.async_clients import shared_client
+from airflow_provider_azbatch.hooks.batch import AzureBatchHook
+from airflow_provider_azbatch.triggers.job import AzureBatchJobTrigger
+from airflow_provider_azbatch.utils.job_spec import JobSubmission, TaskSpec
+from airflow_provider_azbatch.utils.job_watch import JobWatcher, WatchState, awatch_step
+from tests.emulator import sdk_models
+from tests.helpers import wait_until
+
+
+def _job(hook: AzureBatchHook, pool: str, tasks: list[TaskSpec]) -> str:
+    job_id = f"trig-{uuid.uuid4().hex[:8]}"
+    hook.submit_job(JobSubmission(job_id=job_id, pool_id=pool, tasks=tasks))
+    return job_id
+
+
+def _first_event(trigger: AzureBatchJobTrigger, timeout: float = 60):
+    async def first():
+        return await asyncio.wait_for(anext(trigger.run()), timeout)
+
+    return asyncio.run(first())
+
+
+def test_serialize_round_trip_carries_no_secret(azbatch_default):
+    trigger = AzureBatchJobTrigger("azbatch_default", WatchState(job_id="j").to_json(), poll_interval=2, deadline=123.0)
+    classpath, kwargs = trigger.serialize()
+    assert classpath == "airflow_provider_azbatch.triggers.job.AzureBatchJobTrigger"
+    rebuilt = AzureBatchJobTrigger(**kwargs)
+    assert rebuilt.serialize() == (classpath, kwargs)
+    assert azbatch_default.account_key not in json.dumps(kwargs)
+
+
+def test_an_idle_poll_of_a_1000_task_job_is_one_request(local_batch_service, azbatch_default, batch_client):
+    # A pool without nodes: the tasks wait, nothing changes between polls.
+    batch_client.create_pool(sdk_models.pool("empty-pool", nodes=0))
+    hook = AzureBatchHook()
+    tasks = [TaskSpec(id=f"t{i:04d}", command_line="true") for i in range(1000)]
+    job_id = _job(hook, "empty-pool", tasks)
+    watcher = JobWatcher(WatchState(job_id=job_id, expected_tasks=1000, streamed=[t.id for t in tasks[:20]]))
+
+    async def polls():
+        async with shared_client("azbatch_default") as client:
+            await awatch_step(client, watcher, lambda line: None, max_bytes=1 << 20)  # first poll: sets up
+            local_batch_service.reset_request_counts()
+            done = await awatch_step(client, watcher, lambda line: None, max_bytes=1 << 20)
+            return done, local_batch_service.request_counts()
+
+    done, counts = asyncio.run(polls())
+    assert done is False
+    assert counts == {"Jobs_GetJobTaskCounts": 1}
+
+
+def test_transient_errors_are_waited_out(local_batch_service, azbatch_default, shared_pool):
+    hook = AzureBatchHook()
+    job_id = _job(hook, shared_pool, [TaskSpec(id="t", command_line="echo survived; sleep 1")])
+    # Every task-count request fails for a while: 503 with Retry-After, then dropped connections.
+    local_batch_service.set_faults("Jobs_GetJobTaskCounts:503/retry-after=1#1-6;Jobs_GetJobTaskCounts:drop#7-9")
+    try:
+        trigger = AzureBatchJobTrigger(
+            "azbatch_default", WatchState(job_id=job_id, expected_tasks=1).to_json(), poll_interval=0.2
+        )
+        event = _first_event(trigger)
+    finally:
+        local_batch_service.set_faults("")
+    assert event.payload["status"] == "done"
+
+
+def test_a_long_outage_becomes_an_error_event_with_its_cause(local_batch_service, azbatch_default, shared_pool):
+    hook = AzureBatchHook()
+    job_id = _job(hook, shared_pool, [TaskSpec(id="t", command_line="sleep 5")])
+    local_batch_service.set_faults("Jobs_GetJobTaskCounts:500")
+    try:
+        trigger = AzureBatchJobTrigger(
+            "azbatch_default", WatchState(job_id=job_id, expected_tasks=1).to_json(), poll_interval=0.2, max_outage=2
+        )
+        event = _first_event(trigger)
+    finally:
+        local_batch_service.set_faults("")
+    assert event.payload["status"] == "error"
+    assert event.payload["permanent"] is False
+    assert event.payload["message"].startswith(f"Batch job {job_id}: the Batch service kept failing for ")
+    assert (
+        "(max_outage 2 s); last error: InternalError: Server encountered an internal error." in event.payload["message"]
+    )
+
+
+def test_a_deleted_job_fails_fast(azbatch_default, shared_pool):
+    hook = AzureBatchHook()
+    job_id = _job(hook, shared_pool, [TaskSpec(id="t", command_line="sleep 30")])
+    hook.delete_job(job_id, wait=True)
+    trigger = AzureBatchJobTrigger("azbatch_default", WatchState(job_id=job_id).to_json(), poll_interval=0.2)
+    event = _first_event(trigger, timeout=20)
+    assert event.payload == {
+        "status": "error",
+        "job_id": job_id,
+        "message": f"Batch job {job_id}: JobNotFound: The specified job does not exist.",
+        "permanent": True,
+        "watch_state": WatchState(job_id=job_id).to_json(),
+    }
+
+
+def test_triggers_of_one_connection_share_one_client(azbatch_default, shared_pool):
+    hook = AzureBatchHook()
+    jobs = [_job(hook, shared_pool, [TaskSpec(id="t", command_line=f"sleep 0.{i}")]) for i in range(1, 6)]
+
+    async def run_all():
+        triggers = [
+            AzureBatchJobTrigger("azbatch_default", WatchState(job_id=j, expected_tasks=1).to_json(), poll_interval=0.2)
+            for j in jobs
+        ]
+        runs = [asyncio.create_task(anext(t.run())) for t in triggers]
+        await asyncio.sleep(0.5)
+        open_while_running = async_clients.open_client_count()
+        events = await asyncio.wait_for(asyncio.gather(*runs), 60)
+        return open_while_running, events
+
+    open_while_running, events = asyncio.run(run_all())
+    assert open_while_running == 1
+    assert [event.payload["status"] for event in events] == ["done"] * 5
+    assert async_clients.open_client_count() == 0
+
+
+def test_on_kill_terminates_only_when_told(azbatch_default, shared_pool, batch_client):
+    hook = AzureBatchHook()
+    ours = _job(hook, shared_pool, [TaskSpec(id="t", command_line="sleep 60")])
+    theirs = _job(hook, shared_pool, [TaskSpec(id="t", command_line="sleep 60")])
+    wait_until(lambda: hook.get_task_counts(ours).running == 1 and hook.get_task_counts(theirs).running == 1)
+    asyncio.run(
+        AzureBatchJobTrigger("azbatch_default", WatchState(job_id=ours).to_json(), terminate_on_kill=True).on_kill()
+    )
+    asyncio.run(AzureBatchJobTrigger("azbatch_default", WatchState(job_id=theirs).to_json()).on_kill())
+    ended = wait_until(lambda: (j := batch_client.get_job(ours)).state == m.BatchJobState.COMPLETED and j)
+    assert ended.execution_info.termination_reason == "AirflowTaskKilled"
+    assert batch_client.get_job(theirs).state == m.BatchJobState.ACTIVE
+    hook.terminate_job(theirs)
