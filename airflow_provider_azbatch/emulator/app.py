@@ -53,6 +53,7 @@ class EmulatorConfig:
     fault_seed: int | None = None
     node_start_seconds: float = 1.0
     autoscale_interval_seconds: float | None = 5.0
+    node_quota: int | None = None
     sp_certificate: Path | None = None
     log_requests: bool = True
 
@@ -101,6 +102,7 @@ class LocalBatchServer:
                 task_root=self._task_root,
                 node_start_seconds=config.node_start_seconds,
                 autoscale_interval_seconds=config.autoscale_interval_seconds,
+                node_quota=config.node_quota,
             )
         )
         await self.service.start()

@@ -39,10 +39,23 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds between autoscale evaluations (0: use each pool's own interval, like the service)",
     )
     parser.add_argument(
+        "--node-quota",
+        type=_non_negative_int,
+        help="most nodes the account may hold, all pools together (default: no limit); a resize beyond it "
+        "gets what fits and a resize error, like an account out of core quota",
+    )
+    parser.add_argument(
         "--sp-certificate", type=Path, help="PEM certificate accepted for the development service principal"
     )
     parser.add_argument("--quiet", action="store_true", help="do not log requests")
     return parser
+
+
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be 0 or more")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -68,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         fault_seed=args.fault_seed,
         node_start_seconds=args.node_start_seconds,
         autoscale_interval_seconds=args.autoscale_interval or None,
+        node_quota=args.node_quota,
         sp_certificate=args.sp_certificate,
         log_requests=not args.quiet,
     )

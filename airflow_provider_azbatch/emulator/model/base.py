@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from airflow_provider_azbatch.emulator.model.jobs import Job
-    from airflow_provider_azbatch.emulator.model.pools import Pool
+    from airflow_provider_azbatch.emulator.model.pools import ComputeNode, Pool
     from airflow_provider_azbatch.emulator.model.service import ServiceSettings
+    from airflow_provider_azbatch.emulator.model.tasks import Task
     from airflow_provider_azbatch.emulator.runner.process import ProcessRunner
     from airflow_provider_azbatch.emulator.runner.transfers import TransferAgent
 
@@ -31,4 +32,8 @@ class ServiceBase:
         raise NotImplementedError
 
     def kick(self) -> None:
+        raise NotImplementedError
+
+    def _launch_multi_instance(self, task: Task, nodes: list[ComputeNode]) -> None:
+        """Start a multi-instance task on its nodes (model.multi_instance)."""
         raise NotImplementedError

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,13 +25,16 @@ from .jobs import (
     DISABLED,
     Job,
 )
+from .placement import hosts_multi_instance_tasks, pick_instance_nodes, pick_node
 from .pools import (
     POOL_DELETING,
     ComputeNode,
+    Pool,
 )
 from .tasks import (
     ACTIVE,
     COMPLETED,
+    COORDINATION_FAILED,
     RUNNING,
     TASK_ENDED,
     WALL_CLOCK_EXCEEDED,
@@ -41,8 +44,8 @@ from .tasks import (
 
 log = logging.getLogger(__name__)
 
-MAX_TASKS_PER_COLLECTION = 100
-MAX_COLLECTION_BYTES = 1024 * 1024
+# Failures of the application (or of a multi-instance task's coordination) are retried; others are not.
+RETRIED_FAILURES = ("FailureExitCode", COORDINATION_FAILED)
 
 
 @dataclass
@@ -72,19 +75,35 @@ class Execution(ServiceBase):
             jobs.sort(key=lambda job: (-int(job.spec.get("priority", 0)), job.creation_time))
             spread = pool.spec["taskSchedulingPolicy"]["nodeFillType"] == "Spread"
             for job in jobs:
-                limit = int(job.spec.get("maxParallelTasks", -1))
-                while job.ready:
-                    task = job.ready[0]
-                    if task.state != ACTIVE or job.tasks.get(task.key) is not task:
-                        job.ready.popleft()
-                        continue
-                    if limit != -1 and job.running_count() >= limit:
-                        break
-                    node = _pick_node(nodes, task, spread, job)
-                    if node is None:
-                        break
-                    job.ready.popleft()
-                    self._launch(task, node)
+                self._schedule_job(job, pool, nodes, spread)
+
+    def _schedule_job(self, job: Job, pool: Pool, nodes: list[ComputeNode], spread: bool) -> None:
+        limit = int(job.spec.get("maxParallelTasks", -1))
+        never_here: list[Task] = []
+        while job.ready:
+            task = job.ready[0]
+            if task.state != ACTIVE or job.tasks.get(task.key) is not task:
+                job.ready.popleft()
+                continue
+            if limit != -1 and job.running_count() >= limit:
+                break
+            if task.is_multi_instance:
+                if not hosts_multi_instance_tasks(pool):
+                    # It stays active for good (as on the service), but must not hold up the job's other tasks.
+                    never_here.append(job.ready.popleft())
+                    continue
+                picked = pick_instance_nodes(nodes, task, job)
+                if picked is None:
+                    break
+                job.ready.popleft()
+                self._launch_multi_instance(task, picked)
+                continue
+            node = pick_node(nodes, task, spread, job)
+            if node is None:
+                break
+            job.ready.popleft()
+            self._launch(task, node)
+        job.ready.extendleft(reversed(never_here))
 
     def _launch(self, task: Task, node: ComputeNode) -> None:
         job = task.job
@@ -117,7 +136,10 @@ class Execution(ServiceBase):
                     except TransferError as exc:
                         failure = exc.failure_info
                 if failure is None and not handle.terminate_requested:
-                    outcome = await self.runner.run(self._process_spec(task, node, task_dir), handle)
+                    spec = self._process_spec(
+                        task, node, task_dir, task.spec["commandLine"], wall_clock_seconds=task.wall_clock_seconds
+                    )
+                    outcome = await self.runner.run(spec, handle)
         except Exception as exc:
             log.exception("task %s/%s could not run", job.id, task.id)
             failure = {"category": "servererror", "code": "InternalError", "message": str(exc)}
@@ -134,26 +156,37 @@ class Execution(ServiceBase):
             }
         return None
 
-    def _process_spec(self, task: Task, node: ComputeNode, task_dir: Path) -> ProcessSpec:
+    def _process_spec(
+        self,
+        task: Task,
+        node: ComputeNode,
+        task_dir: Path,
+        command_line: str,
+        *,
+        wall_clock_seconds: float | None,
+        extra: Mapping[str, str] | None = None,
+        append: bool = False,
+    ) -> ProcessSpec:
+        """One command of the task on ``node``: its own, or a multi-instance task's coordination command."""
         job = task.job
         settings = list(job.spec.get("commonEnvironmentSettings") or []) + list(
             task.spec.get("environmentSettings") or []
         )
-        extra: dict[str, str] = {}
+        variables: dict[str, str] = {}
         if job.spec.get("jobPreparationTask"):
             prep_dir = node.dirs.task_dir(job.id, job.spec["jobPreparationTask"]["id"])
-            extra["AZ_BATCH_JOB_PREP_DIR"] = str(prep_dir)
-            extra["AZ_BATCH_JOB_PREP_WORKING_DIR"] = str(prep_dir / "wd")
-        extra.update(self.extra_environment(task, node))
+            variables["AZ_BATCH_JOB_PREP_DIR"] = str(prep_dir)
+            variables["AZ_BATCH_JOB_PREP_WORKING_DIR"] = str(prep_dir / "wd")
+        variables.update(extra or {})
         preamble = None
         container = task.spec.get("containerSettings")
-        if container:
+        if container and not append:
             preamble = (
                 f"[local Batch service] containerSettings.imageName={container.get('imageName')!s}: no container "
                 "engine is used here; the command runs on the host.\n"
             )
         return ProcessSpec(
-            command_line=self.command_line(task, node),
+            command_line=command_line,
             cwd=task_dir / "wd",
             env=task_environment(
                 account_name=self.settings.account_name,
@@ -166,20 +199,14 @@ class Execution(ServiceBase):
                 task_dir=task_dir,
                 is_dedicated=node.is_dedicated,
                 user_settings=settings,
-                extra=extra,
+                extra=variables,
             ),
             stdout=task_dir / "stdout.txt",
             stderr=task_dir / "stderr.txt",
-            wall_clock_seconds=task.wall_clock_seconds,
+            wall_clock_seconds=wall_clock_seconds,
             stderr_preamble=preamble,
+            append=append,
         )
-
-    # Overridden where multi-instance tasks are supported.
-    def command_line(self, task: Task, node: ComputeNode) -> str:
-        return task.spec["commandLine"]
-
-    def extra_environment(self, task: Task, node: ComputeNode) -> dict[str, str]:
-        return {}
 
     async def _prepare_node_for_job(self, job: Job, node: ComputeNode) -> bool:
         prep = job.spec.get("jobPreparationTask")
@@ -314,7 +341,7 @@ class Execution(ServiceBase):
             return
         # Only application failures (a nonzero exit) are retried; pre-processing and upload errors are not.
         retryable = (
-            task.execution.get("failureInfo", {}).get("code") == "FailureExitCode"
+            task.execution.get("failureInfo", {}).get("code") in RETRIED_FAILURES
             and reason is None
             and job.accepts_tasks
             and (task.max_retries == -1 or task.execution["retryCount"] < task.max_retries)
@@ -338,24 +365,3 @@ class Execution(ServiceBase):
             elif action == "disable":
                 job.set_state(DISABLED)
         self._check_all_complete(job)
-
-
-def _pick_node(nodes: Iterable[ComputeNode], task: Task, spread: bool, job: Job) -> ComputeNode | None:
-    fitting = [node for node in nodes if node.usable and node.free_slots() >= task.slots and _eligible(node, job)]
-    if not fitting:
-        return None
-    if spread:
-        return max(fitting, key=lambda node: (node.free_slots(), -node.index))
-    return min(fitting, key=lambda node: (node.free_slots(), node.index))
-
-
-def _eligible(node: ComputeNode, job: Job) -> bool:
-    """A node whose job preparation task failed (with waitForSuccess) runs none of the job's tasks."""
-    record = job.preparation.get(node.id)
-    prep = job.spec.get("jobPreparationTask") or {}
-    return (
-        record is None
-        or record.get("state") == "running"
-        or record.get("result") == "success"
-        or not prep.get("waitForSuccess", True)
-    )

@@ -42,9 +42,6 @@ from .tasks import (
 
 log = logging.getLogger(__name__)
 
-MAX_TASKS_PER_COLLECTION = 100
-MAX_COLLECTION_BYTES = 1024 * 1024
-
 
 @dataclass
 class JobOperations(ServiceBase):
@@ -166,7 +163,7 @@ class JobOperations(ServiceBase):
         running = [task for task in job.tasks.values() if task.state == RUNNING]
         for task in running:
             task.end_reason = reason
-        await asyncio.gather(*(self.runner.terminate(task.handle) for task in running if task.handle is not None))
+        await asyncio.gather(*(self.runner.terminate(handle) for task in running for handle in task.run_handles()))
         while any(task.state == RUNNING for task in running):
             await asyncio.sleep(self.settings.tick_seconds / 2)
 

@@ -27,6 +27,7 @@ from . import validation as v
 from .autoscale import AutoScaleFormulaError, evaluate_formula, validate_formula
 from .clock import iso, utcnow
 from .durations import parse_duration
+from .jobs import COMPLETED_JOB, DELETING
 from .pools import (
     CREATING,
     DEALLOCATION_OPTIONS,
@@ -45,13 +46,21 @@ from .pools import (
     normalize_pool,
 )
 from .tasks import (
+    RUNNING,
     launch_failure,
 )
 
 log = logging.getLogger(__name__)
 
-MAX_TASKS_PER_COLLECTION = 100
-MAX_COLLECTION_BYTES = 1024 * 1024
+# resizeErrors when the account's quota stops an allocation. The dedicated one is worded as the service
+# was recorded saying it; the low-priority message is the same sentence for that quota (a guess).
+QUOTA_ERRORS = {
+    True: {"code": "AccountCoreQuotaReached", "message": "The specified account has reached core quota"},
+    False: {
+        "code": "AccountLowPriorityCoreQuotaReached",
+        "message": "The specified account has reached low priority core quota",
+    },
+}
 
 
 @dataclass
@@ -255,6 +264,9 @@ class PoolOperations(ServiceBase):
         formula = pool.spec.get("autoScaleFormula")
         if not formula:
             return
+        if initial and not pool.samples:
+            # Otherwise the first evaluation, at creation, fails on $PendingTasks.GetSample(1) and the like.
+            pool.record_sample(self._pool_sample(pool))
         run: dict[str, Any] = {"timestamp": iso(utcnow())}
         try:
             outcome = self._evaluate(pool, formula)
@@ -272,7 +284,12 @@ class PoolOperations(ServiceBase):
             )
             pool.spec["targetDedicatedNodes"] = outcome.target_dedicated_nodes
             pool.spec["targetLowPriorityNodes"] = outcome.target_low_priority_nodes
-            if changed and not initial:
+            # A steady pool short of its targets (a quota stopped it) tries again.
+            short = pool.allocation_state == STEADY and (len(pool.members(True)), len(pool.members(False))) != (
+                pool.target_dedicated,
+                pool.target_low_priority,
+            )
+            if (changed or short) and not initial:
                 self._resize(pool)
         pool.auto_scale_run = run
         interval = (
@@ -342,10 +359,18 @@ class PoolOperations(ServiceBase):
             return
         pool.set_allocation(RESIZING)
         pool.resize_started = utcnow()
+        pool.resize_errors = []
+        free = self._free_node_quota()
         for dedicated, target in ((True, pool.target_dedicated), (False, pool.target_low_priority)):
             members = pool.members(dedicated)
             if target > len(members):
-                for _ in range(target - len(members)):
+                wanted = target - len(members)
+                allowed = wanted if free is None else min(wanted, free)
+                if allowed < wanted:
+                    pool.resize_errors.append(dict(QUOTA_ERRORS[dedicated]))
+                if free is not None:
+                    free -= allowed
+                for _ in range(allowed):
                     pool.node_counter += 1
                     node = ComputeNode(pool, pool.node_counter, dedicated, self.settings.task_root)
                     pool.nodes[node.id] = node
@@ -357,6 +382,14 @@ class PoolOperations(ServiceBase):
                     node.leaving = True
                     node.removal = self._spawn(self._remove_node(node, pool.deallocation_option))
         self._check_allocation(pool)
+
+    def _free_node_quota(self) -> int | None:
+        """How many more nodes the account may hold (None: no limit); nodes on their way out do not count."""
+        quota = self.settings.node_quota
+        if quota is None:
+            return None
+        used = sum(1 for pool in self.pools.values() for node in pool.nodes.values() if not node.leaving)
+        return max(0, quota - used)
 
     def _check_allocation(self, pool: Pool) -> None:
         if (
@@ -455,8 +488,8 @@ class PoolOperations(ServiceBase):
         if option in ("requeue", "terminate"):
             for task in tasks:
                 task.end_reason = "requeue" if option == "requeue" else "terminate"
-                if task.handle is not None:
-                    await self.runner.terminate(task.handle)
+                # A multi-instance task ends on all its nodes when one of them goes.
+                await asyncio.gather(*(self.runner.terminate(handle) for handle in task.run_handles()))
         while node.running:
             await asyncio.sleep(self.settings.tick_seconds)
 
@@ -476,6 +509,30 @@ class PoolOperations(ServiceBase):
 
     def list_nodes(self, pool_id: str) -> list[ComputeNode]:
         return [node for node in self.get_pool(pool_id).nodes.values() if node.state != CREATING]
+
+    def _pool_sample(self, pool: Pool) -> dict[str, float]:
+        active = running = succeeded = failed = 0
+        for job in self.jobs.values():
+            if (job.pool_id or "").lower() != pool.key or job.state in (COMPLETED_JOB, DELETING):
+                continue
+            if job.is_schedulable:
+                active += job.active_ready_count()
+            running += job.counts[RUNNING]
+            succeeded += job.counts["succeeded"]
+            failed += job.counts["failed"]
+        dedicated = len(pool.members(True))
+        low = len(pool.members(False))
+        return {
+            "$ActiveTasks": float(active),
+            "$RunningTasks": float(running),
+            "$PendingTasks": float(active + running),
+            "$SucceededTasks": float(succeeded),
+            "$FailedTasks": float(failed),
+            "$CurrentDedicatedNodes": float(dedicated),
+            "$CurrentLowPriorityNodes": float(low),
+            "$UsableNodeCount": float(sum(1 for node in pool.nodes.values() if node.usable)),
+            "$PreemptedNodeCount": 0.0,
+        }
 
 
 class _History:

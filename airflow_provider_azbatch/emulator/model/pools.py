@@ -20,6 +20,7 @@ from .clock import iso, utcnow
 from .entity import Entity
 
 if TYPE_CHECKING:
+    from .task_instances import TaskInstance
     from .tasks import Task
 
 POOL_ACTIVE, POOL_DELETING = "active", "deleting"
@@ -157,7 +158,8 @@ class ComputeNode:
         self.running_slots = 0
         self.total_run = 0
         self.total_succeeded = 0
-        self.recent: deque[Task] = deque(maxlen=5)
+        # What recentTasks shows: a task, or the subtask of a multi-instance task this node ran.
+        self.recent: deque[Task | TaskInstance] = deque(maxlen=5)
         self.start_task_info: dict[str, Any] | None = None
         # Set when the pool shrinks and this node must go once its tasks are done.
         self.leaving = False
@@ -178,18 +180,20 @@ class ComputeNode:
         if state != self.state:
             self.state, self.state_time = state, utcnow()
 
-    def add_task(self, task: Task) -> None:
+    def add_task(self, task: Task, instance: TaskInstance | None = None) -> None:
         self.running[id(task)] = task
         self.running_slots += task.slots
         self.total_run += 1
-        self.recent.append(task)
+        self.recent.append(instance or task)
         self.set_state(RUNNING)
 
-    def remove_task(self, task: Task) -> None:
+    def remove_task(self, task: Task, succeeded: bool | None = None) -> None:
+        """``succeeded`` tells how a subtask went; a task's own result counts otherwise."""
         if self.running.pop(id(task), None) is not None:
             self.running_slots -= task.slots
-            if task.succeeded:
-                self.total_succeeded += 1
+            if succeeded is None:
+                succeeded = task.execution.get("result") == "success"
+            self.total_succeeded += int(succeeded)
         if not self.running and self.state == RUNNING:
             self.set_state(IDLE)
 
@@ -215,16 +219,7 @@ class ComputeNode:
             out["lastBootTime"] = iso(self.last_boot_time)
             out["nodeAgentInfo"] = {"lastUpdateTime": iso(self.last_boot_time), "version": "1.12.34"}
         if self.recent:
-            out["recentTasks"] = [
-                {
-                    "taskUrl": f"{base_url}/jobs/{task.job.id}/tasks/{task.id}",
-                    "jobId": task.job.id,
-                    "taskId": task.id,
-                    "taskState": task.state,
-                    "executionInfo": dict(task.execution),
-                }
-                for task in self.recent
-            ]
+            out["recentTasks"] = [entry.recent_info(base_url) for entry in self.recent]
         start_task = self.pool.spec.get("startTask")
         if start_task is not None:
             out["startTask"] = v.without_secrets(start_task)

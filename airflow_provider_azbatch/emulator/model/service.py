@@ -15,6 +15,7 @@ from typing import Any
 
 from airflow_provider_azbatch.emulator.model.execution import Execution
 from airflow_provider_azbatch.emulator.model.job_operations import JobOperations
+from airflow_provider_azbatch.emulator.model.multi_instance import MultiInstanceExecution
 from airflow_provider_azbatch.emulator.model.pool_operations import PoolOperations
 from airflow_provider_azbatch.emulator.model.task_operations import TaskOperations
 from airflow_provider_azbatch.emulator.runner.process import (
@@ -25,8 +26,6 @@ from airflow_provider_azbatch.emulator.runner.transfers import BlobTransfers, Tr
 from .clock import utcnow
 from .jobs import (
     ACTIVE_JOB,
-    COMPLETED_JOB,
-    DELETING,
     DISABLED,
     DISABLING,
     ENABLING,
@@ -36,17 +35,10 @@ from .pools import (
     POOL_DELETING,
     Pool,
 )
-from .tasks import (
-    RUNNING,
-)
 
 log = logging.getLogger(__name__)
 
-MAX_TASKS_PER_COLLECTION = 100
-MAX_COLLECTION_BYTES = 1024 * 1024
 
-
-@dataclass
 @dataclass
 class ServiceSettings:
     account_name: str
@@ -62,9 +54,12 @@ class ServiceSettings:
     # The autoscale sample period ($PendingTasks etc.); the real service samples every 30 s.
     sample_period_seconds: float = 1.0
     tick_seconds: float = 0.2
+    # At most this many nodes (dedicated and low priority, all pools) in the account; None: no limit.
+    # Stands in for the account's core quotas, which a simulated node has no cores to count against.
+    node_quota: int | None = None
 
 
-class BatchService(PoolOperations, JobOperations, TaskOperations, Execution):
+class BatchService(PoolOperations, JobOperations, TaskOperations, MultiInstanceExecution, Execution):
     def __init__(
         self,
         settings: ServiceSettings,
@@ -143,27 +138,3 @@ class BatchService(PoolOperations, JobOperations, TaskOperations, Execution):
             if pool.spec.get("enableAutoScale") and pool.next_autoscale is not None and now >= pool.next_autoscale:
                 self._run_autoscale(pool)
             self._check_allocation(pool)
-
-    def _pool_sample(self, pool: Pool) -> dict[str, float]:
-        active = running = succeeded = failed = 0
-        for job in self.jobs.values():
-            if (job.pool_id or "").lower() != pool.key or job.state in (COMPLETED_JOB, DELETING):
-                continue
-            if job.is_schedulable:
-                active += job.active_ready_count()
-            running += job.counts[RUNNING]
-            succeeded += job.counts["succeeded"]
-            failed += job.counts["failed"]
-        dedicated = len(pool.members(True))
-        low = len(pool.members(False))
-        return {
-            "$ActiveTasks": float(active),
-            "$RunningTasks": float(running),
-            "$PendingTasks": float(active + running),
-            "$SucceededTasks": float(succeeded),
-            "$FailedTasks": float(failed),
-            "$CurrentDedicatedNodes": float(dedicated),
-            "$CurrentLowPriorityNodes": float(low),
-            "$UsableNodeCount": float(sum(1 for node in pool.nodes.values() if node.usable)),
-            "$PreemptedNodeCount": 0.0,
-        }

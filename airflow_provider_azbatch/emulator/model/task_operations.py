@@ -105,13 +105,6 @@ class TaskOperations(ServiceBase):
         return job
 
     def _register_task(self, job: Job, spec: dict[str, Any]) -> Task:
-        multi = spec.get("multiInstanceSettings")
-        if multi is not None and not self.supports_multi_instance:
-            raise invalid_property(
-                "multiInstanceSettings",
-                multi.get("numberOfInstances"),
-                "Multi-instance tasks are not supported by this local Batch service.",
-            )
         task = Task(spec, job)
         job.tasks[task.key] = task
         job.count_task(task, +1)
@@ -122,8 +115,6 @@ class TaskOperations(ServiceBase):
         # A task added to a job that asked to end when all tasks complete keeps it open.
         self.kick()
         return task
-
-    supports_multi_instance = False
 
     def _dependencies_met(self, job: Job, task: Task) -> bool:
         ids, ranges = task.dependency_ids()
@@ -180,8 +171,7 @@ class TaskOperations(ServiceBase):
         task.touch()
         if task.state == RUNNING:
             task.end_reason = "terminate"
-            if task.handle is not None:
-                self._spawn(self.runner.terminate(task.handle))
+            self._end_processes(task)
             return
         # Never started (or waiting for a retry): it completes without running again.
         task.finish_attempt(None, TASK_ENDED)
@@ -192,15 +182,20 @@ class TaskOperations(ServiceBase):
         task = self.get_task(job_id, task_id)
         if task.state == RUNNING:
             task.end_reason = "deleted"
-            if task.handle is not None:
-                self._spawn(self.runner.terminate(task.handle))
+            self._end_processes(task)
         job.count_task(task, -1)
         del job.tasks[task.key]
         job.waiting.pop(task.key, None)
-        if task.node is not None:
-            shutil.rmtree(task.node.dirs.task_dir(job.id, task.id), ignore_errors=True)
+        # A multi-instance task's subtask directories go too, as on the service.
+        nodes = {instance.node for instance in task.instances} | ({task.node} if task.node is not None else set())
+        for node in nodes:
+            shutil.rmtree(node.dirs.task_dir(job.id, task.id), ignore_errors=True)
         self._release_waiting(job)
         self._check_all_complete(job)
+
+    def _end_processes(self, task: Task) -> None:
+        for handle in task.run_handles():
+            self._spawn(self.runner.terminate(handle))
 
     def reactivate_task(self, job_id: str, task_id: str) -> None:
         job = self.get_job(job_id)

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
     from .jobs import Job
     from .pools import ComputeNode
+    from .task_instances import TaskInstance
 
 ACTIVE, PREPARING, RUNNING, COMPLETED = "active", "preparing", "running", "completed"
 
@@ -42,6 +43,22 @@ WALL_CLOCK_EXCEEDED = {
     "code": "MaxWallClockTimeExceeded",
     "message": "The task exceeded the maximum wall clock time specified in its constraints and was terminated",
 }
+# How the service reports a failed coordination command is not documented: this code is a guess that
+# names what happened. Like FailureExitCode it is retried up to maxTaskRetryCount, as the docs say.
+COORDINATION_FAILED = "CoordinationCommandFailed"
+
+
+def coordination_failure(instance_id: int, node_id: str, exit_code: int | None) -> dict[str, Any]:
+    """A multi-instance task whose coordination command failed; the details say where (0 is the primary)."""
+    details = [("SubtaskId", str(instance_id)), ("NodeId", node_id)]
+    if exit_code is not None:
+        details.append(("ExitCode", str(exit_code)))
+    return {
+        "category": "usererror",
+        "code": COORDINATION_FAILED,
+        "message": "The coordination command of the multi-instance task failed on one of its nodes",
+        "details": [{"name": name, "value": value} for name, value in details],
+    }
 
 
 def launch_failure(reason: str) -> dict[str, Any]:
@@ -92,9 +109,22 @@ def normalize_task(body: Any, job: Job, path: str = "") -> dict[str, Any]:
         _check_exit_conditions(exit_conditions, job, path)
     multi = spec.get("multiInstanceSettings")
     if multi is not None:
-        number = v.integer(multi, "numberOfInstances", minimum=1, path=f"{path}multiInstanceSettings.numberOfInstances")
-        multi["numberOfInstances"] = number or 1
+        _check_multi_instance(multi, f"{path}multiInstanceSettings")
     return spec
+
+
+def _check_multi_instance(multi: Any, path: str) -> None:
+    if not isinstance(multi, dict):
+        raise invalid_property(path, multi, "multiInstanceSettings must be an object.")
+    number = v.integer(multi, "numberOfInstances", minimum=1, path=f"{path}.numberOfInstances")
+    multi["numberOfInstances"] = number or 1
+    if not isinstance(v.require(multi, "coordinationCommandLine", f"{path}.coordinationCommandLine"), str):
+        raise invalid_property(
+            f"{path}.coordinationCommandLine", multi["coordinationCommandLine"], "The command line must be a string."
+        )
+    common = multi.get("commonResourceFiles")
+    if common is not None and not isinstance(common, list):
+        raise invalid_property(f"{path}.commonResourceFiles", common, "The value must be a list of resource files.")
 
 
 def _check_dependencies(depends_on: Any, path: str) -> None:
@@ -146,11 +176,31 @@ class Task(Entity):
         self.slots: int = spec["requiredSlots"]
         # Set while a terminate/delete is killing the process, so its end is reported as such.
         self.end_reason: str | None = None
-        self.subtasks: list[dict[str, Any]] = []
+        # A multi-instance task's instances in its latest attempt: the primary first, then the subtasks.
+        self.instances: list[TaskInstance] = []
 
     @property
     def key(self) -> str:
         return self.id.lower()
+
+    @property
+    def is_multi_instance(self) -> bool:
+        return self.spec.get("multiInstanceSettings") is not None
+
+    @property
+    def number_of_instances(self) -> int:
+        return int((self.spec.get("multiInstanceSettings") or {}).get("numberOfInstances") or 1)
+
+    @property
+    def subtasks(self) -> list[TaskInstance]:
+        return self.instances[1:]
+
+    def run_handles(self) -> list[RunHandle]:
+        """Every process handle of the running attempt, so that ending the task reaches all its nodes."""
+        handles = [self.handle] if self.handle is not None else []
+        if self.state == RUNNING:
+            handles += [instance.handle for instance in self.instances]
+        return handles
 
     @property
     def max_retries(self) -> int:
@@ -223,6 +273,19 @@ class Task(Entity):
         out["executionInfo"] = dict(self.execution)
         if self.node_info is not None:
             out["nodeInfo"] = dict(self.node_info)
+        return out
+
+    def recent_info(self, base_url: str) -> dict[str, Any]:
+        """The task as a node's ``recentTasks`` lists it; a multi-instance primary is subtask 0."""
+        out: dict[str, Any] = {
+            "taskUrl": f"{base_url}/jobs/{self.job.id}/tasks/{self.id}",
+            "jobId": self.job.id,
+            "taskId": self.id,
+            "taskState": self.state,
+            "executionInfo": dict(self.execution),
+        }
+        if self.is_multi_instance:
+            out["subtaskId"] = 0
         return out
 
     def record_node(self, node: ComputeNode, base_url: str) -> None:

@@ -60,7 +60,7 @@ async def reactivate_task(request: web.Request, service: BatchService, params: d
 async def list_subtasks(request: web.Request, service: BatchService, params: dict[str, str]) -> web.Response:
     task = service.get_task(params["jobId"], params["taskId"])
     fields = wire.parse_select(request)
-    body = {"value": [wire.select(dict(item), fields) for item in task.subtasks]}
+    body = {"value": [wire.select(subtask.to_wire(), fields) for subtask in task.subtasks]}
     return wire.json_response(request, body, "subtaskinformation")
 
 

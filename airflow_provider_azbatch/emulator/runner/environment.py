@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from .layout import NodeDirs
@@ -11,6 +11,9 @@ from .layout import NodeDirs
 # A real node starts tasks with a clean environment; these few host settings are kept so that
 # commands find the same tools a developer has on PATH.
 _PASSTHROUGH = ("PATH", "LANG", "LC_ALL", "TZ", "TMPDIR", "SYSTEMROOT")
+
+# The port the docs show in AZ_BATCH_MASTER_NODE; it belongs to the service, not to MPI traffic.
+MASTER_NODE_PORT = 6000
 
 
 def task_environment(
@@ -55,3 +58,16 @@ def task_environment(
     for setting in user_settings:
         env[setting["name"]] = setting.get("value") or ""
     return env
+
+
+def multi_instance_environment(host_ips: Sequence[str], instance_id: int, shared_dir: Path) -> dict[str, str]:
+    """What every instance of a multi-instance task sees besides the usual variables; the primary's node first."""
+    return {
+        "AZ_BATCH_HOST_LIST": ",".join(host_ips),
+        "AZ_BATCH_NODE_LIST": ";".join(host_ips),
+        "AZ_BATCH_MASTER_NODE": f"{host_ips[0]}:{MASTER_NODE_PORT}",
+        "AZ_BATCH_IS_CURRENT_NODE_MASTER": "true" if instance_id == 0 else "false",
+        "AZ_BATCH_TASK_SHARED_DIR": str(shared_dir),
+        # "<count> <ip> <cores> ...": simulated nodes report one core each.
+        "CCP_NODES": " ".join([str(len(host_ips)), *(f"{ip} 1" for ip in host_ips)]),
+    }

@@ -50,6 +50,9 @@ class ProcessSpec:
     stderr: Path
     wall_clock_seconds: float | None = None
     stderr_preamble: str | None = None
+    # Add to the output files instead of starting them afresh (a multi-instance primary's application
+    # command writes after its coordination command).
+    append: bool = False
 
 
 @dataclass
@@ -83,9 +86,11 @@ class ProcessRunner:
         start = utcnow()
         self._handles.add(handle)
         try:
-            _fresh(spec.stdout)
-            _fresh(spec.stderr)
-            with open(spec.stdout, "wb", buffering=0) as out, open(spec.stderr, "wb", buffering=0) as err:
+            if not spec.append:
+                _fresh(spec.stdout)
+                _fresh(spec.stderr)
+            mode = "ab" if spec.append else "wb"
+            with open(spec.stdout, mode, buffering=0) as out, open(spec.stderr, mode, buffering=0) as err:
                 if spec.stderr_preamble:
                     err.write(spec.stderr_preamble.encode())
                 if handle.terminate_requested:
@@ -125,6 +130,11 @@ class ProcessRunner:
         handle.terminate_requested = True
         if handle.process is not None and handle.process.returncode is None:
             await self._kill(handle.process)
+
+    def end_session(self, handle: RunHandle) -> None:
+        """Kill whatever the handle's last command left running in its session (background services)."""
+        if handle.process is not None:
+            _signal_group(handle.process, signal.SIGKILL)
 
     async def _kill(self, process: asyncio.subprocess.Process) -> None:
         _signal_group(process, signal.SIGTERM)
