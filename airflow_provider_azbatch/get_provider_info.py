@@ -133,6 +133,17 @@ CONN_FIELDS: dict[str, Any] = {
         "Trust these CA certificates for the Batch endpoint and the authority (e.g. the local Batch service's "
         "--tls CA file). Empty: the system store.",
     ),
+    "storage_account_url": _field(
+        "Storage account URL",
+        "Blob storage for task inputs, outputs and logs, e.g. https://mystorage.blob.core.windows.net (for "
+        "Azurite: http://127.0.0.1:10000/devstoreaccount1).",
+    ),
+    "storage_account_key": _field(
+        "Storage account key",
+        "Key of that storage account; empty: the connection's Entra ID credential (the hook then signs SAS "
+        "tokens with a user delegation key).",
+        secret=True,
+    ),
     "subscription_id": _field("Subscription ID", "For links to the Azure portal (optional)."),
     "resource_group": _field("Resource group", "For links to the Azure portal (optional)."),
 }
@@ -173,6 +184,22 @@ CONFIG_OPTIONS: dict[str, Any] = {
         "version_added": "0.1.0",
         "type": "integer",
         "example": "100",
+        "default": "30",
+    },
+    "sas_hours": {
+        "description": "Lifetime in hours of the SAS tokens the hook gives tasks for their inputs and outputs "
+        "(read+list on input containers, create+write on output containers); at least the longest a job runs.",
+        "version_added": "0.1.0",
+        "type": "float",
+        "example": "48",
+        "default": "24",
+    },
+    "pool_check_interval": {
+        "description": "Seconds between looks at the pool of a job whose tasks all wait (allocation errors, failed "
+        "start tasks, a broken autoscale formula end the wait with the cause).",
+        "version_added": "0.1.0",
+        "type": "float",
+        "example": "60",
         "default": "30",
     },
     "max_read_bytes": {

@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
-# A throwaway AIRFLOW_HOME inside the checkout (git-ignored), fresh for every session.
-_HOME = Path(__file__).resolve().parent.parent / ".test-home"
-shutil.rmtree(_HOME, ignore_errors=True)
-_HOME.mkdir()
+# A throwaway AIRFLOW_HOME inside the checkout (git-ignored), one per session so that sessions
+# running side by side do not share a database; removed when the session ends.
+_ROOT = Path(__file__).resolve().parent.parent / ".test-home"
+_ROOT.mkdir(exist_ok=True)
+_HOME = Path(tempfile.mkdtemp(prefix="session-", dir=_ROOT))
+atexit.register(shutil.rmtree, _HOME, True)
 os.environ["AIRFLOW_HOME"] = str(_HOME)
 os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
 os.environ["AIRFLOW__CORE__UNIT_TEST_MODE"] = "True"
 os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(Path(__file__).parent / "dags")
 os.environ.setdefault("AIRFLOW__LOGGING__LOGGING_LEVEL", "INFO")
+# Notice a pool that cannot get nodes within seconds, not the production half minute.
+os.environ["AIRFLOW__AZBATCH__POOL_CHECK_INTERVAL"] = "2"
 
 import pytest  # noqa: E402
 from azure.core.credentials import AzureNamedKeyCredential  # noqa: E402
@@ -63,3 +69,24 @@ def shared_pool(batch_client):
         what="shared pool nodes",
     )
     return "shared"
+
+
+@pytest.fixture(scope="session")
+def azurite():
+    """Azurite's blob service on a free loopback port, for the session."""
+    from tests.azurite import run_azurite
+
+    with run_azurite() as service:
+        yield service
+
+
+@pytest.fixture
+def azbatch_with_storage(local_batch_service, azurite, monkeypatch):
+    """``azbatch_default`` with the session's Azurite as its storage account."""
+    from tests.airflow_helpers import azbatch_connection_json
+
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_AZBATCH_DEFAULT",
+        azbatch_connection_json(local_batch_service, storage_account_url=azurite.url, storage_account_key=azurite.key),
+    )
+    return local_batch_service

@@ -37,7 +37,8 @@ def _loop_lock() -> asyncio.Lock:
     return _lock
 
 
-async def _settings(conn_id: str) -> BatchConnectionSettings:
+async def connection_settings(conn_id: str) -> BatchConnectionSettings:
+    """The connection's settings, read without blocking the event loop."""
     from airflow.sdk import BaseHook
 
     from airflow_provider_azbatch.hooks.batch import _mask
@@ -57,7 +58,7 @@ async def shared_client(conn_id: str) -> AsyncIterator[Any]:
     async with _loop_lock():
         entry = _clients.get(key)
         if entry is None:
-            settings = await _settings(conn_id)
+            settings = await connection_settings(conn_id)
             credential = build_credential(settings, asynchronous=True)
             client = AsyncBatchClient(settings.account_url, credential, **client_kwargs(settings))
             entry = _clients[key] = _Entry(client, credential)

@@ -202,6 +202,20 @@ class AzureBatchHook(BaseHook):
             return b""
         return b"".join(self.client.download_task_file(job_id, task_id, file_path, ocp_range=f"bytes={offset}-{end}"))
 
+    def subtask_outputs(self, job_id: str, task_id: str, file_name: str = "stdout.txt") -> dict[int, bytes]:
+        """Output of each subtask of a multi-node task (read from the subtask's node), by subtask id."""
+        outputs: dict[int, bytes] = {}
+        for subtask in self.client.list_subtasks(job_id, task_id):
+            info = subtask.node_info
+            if info is None or not info.task_root_directory:
+                continue
+            path = f"{info.task_root_directory.rstrip('/')}/{file_name}"
+            try:
+                outputs[subtask.id] = b"".join(self.client.download_node_file(info.pool_id, info.node_id, path))
+            except ResourceNotFoundError:
+                continue
+        return outputs
+
     # -- pools ----------------------------------------------------------------------------------------------
     def pool_exists(self, pool_id: str) -> bool:
         # SDK 15.1.0 quirk: pool_exists raises on 404 instead of returning False.
@@ -220,11 +234,52 @@ class AzureBatchHook(BaseHook):
             return False
         return True
 
+    def ensure_shared_pool(self, pool_id: str, body: dict[str, Any]) -> bool:
+        """Create the named pool from ``body`` (REST pool fields) unless it exists; True if created now.
+
+        Safe to race: when two tasks create it at once, one wins and the other finds it. An existing pool
+        must match ``body`` (VM size, image, slots, containers, scaling); a different one is an error
+        that names the differences, never silently reused.
+        """
+        from airflow_provider_azbatch.utils.pool_strategy import PoolStrategyError, pool_differences
+
+        try:
+            self.client.create_pool(batch_models.BatchPoolCreateOptions({"id": pool_id, **body}))
+            return True
+        except ResourceExistsError:
+            pass
+        existing = self.client.get_pool(pool_id)
+        if enum_value(existing.state) == "deleting":
+            raise PoolStrategyError(f"pool {pool_id!r} is being deleted: wait for it to go, or use another pool id")
+        differences = pool_differences(existing.as_dict(), body)
+        if differences:
+            raise PoolStrategyError(
+                f"pool {pool_id!r} already exists with a different specification: {'; '.join(differences)}. "
+                "Use another pool id, or delete the pool so that it is created again"
+            )
+        return False
+
     def get_pool(self, pool_id: str) -> batch_models.BatchPool | None:
         try:
             return self.client.get_pool(pool_id)
         except ResourceNotFoundError:
             return None
+
+    # -- Blob storage -----------------------------------------------------------------------------------
+    def blob_storage(self, needed_for: str) -> Any:
+        """The connection's storage account (for task inputs, outputs and logs)."""
+        from airflow_provider_azbatch.hooks.storage import BlobStorage
+
+        return BlobStorage.from_settings(self.settings, needed_for)
+
+    def log_reader(self, log_location: dict[str, str] | None) -> Any:
+        """Reads task logs uploaded to Blob, for when their node is gone (None without upload)."""
+        from airflow_provider_azbatch.hooks.storage import BlobLogReader, LogLocation
+
+        location = LogLocation.from_json(log_location)
+        if location is None:
+            return None
+        return BlobLogReader(self.blob_storage("Reading uploaded task logs"), location)
 
     # -- connection test (Airflow UI / ``airflow connections test``) ---------------------------------------
     def test_connection(self) -> tuple[bool, str]:

@@ -46,6 +46,8 @@ class BatchConnectionSettings:
     ca_bundle: str | None = None
     subscription_id: str | None = None
     resource_group: str | None = None
+    storage_account_url: str | None = None
+    storage_account_key: str | None = field(default=None, repr=False)
 
     @property
     def token_scope(self) -> str:
@@ -57,7 +59,8 @@ class BatchConnectionSettings:
 
     @property
     def secrets(self) -> list[str]:
-        return [s for s in (self.account_key, self.client_secret, self.client_certificate_password) if s]
+        candidates = (self.account_key, self.client_secret, self.client_certificate_password, self.storage_account_key)
+        return [s for s in candidates if s]
 
     @classmethod
     def from_connection(cls, conn: Any) -> BatchConnectionSettings:
@@ -141,11 +144,26 @@ class BatchConnectionSettings:
             ca_bundle=get("ca_bundle"),
             subscription_id=get("subscription_id"),
             resource_group=get("resource_group"),
+            storage_account_url=get("storage_account_url"),
+            storage_account_key=get("storage_account_key"),
         )
         settings._check(fail)
         return settings
 
     def _check(self, fail: Any) -> None:
+        if self.storage_account_url:
+            storage = urlsplit(self.storage_account_url)
+            if storage.scheme not in ("https", "http") or not storage.hostname:
+                raise fail(
+                    "storage_account_url",
+                    f"is not a valid URL ({self.storage_account_url!r}): it must look like "
+                    "https://<account>.blob.core.windows.net",
+                )
+        if self.storage_account_key:
+            try:
+                base64.b64decode(self.storage_account_key, validate=True)
+            except (binascii.Error, ValueError):
+                raise fail("storage_account_key", "is not base64: paste the key as the Azure portal shows it") from None
         if self.auth_method is AuthMethod.SHARED_KEY:
             if not self.account_name:
                 raise fail("login", "(Batch account name) is missing: shared_key authentication needs it")

@@ -18,13 +18,18 @@ from airflow_provider_azbatch.links.job import LINK_XCOM_KEY, AzureBatchJobLink
 from airflow_provider_azbatch.triggers.job import DEFAULT_MAX_OUTAGE_SECONDS, AzureBatchJobTrigger
 from airflow_provider_azbatch.utils.job_ids import attempt_job_id, check_job_id, default_job_id
 from airflow_provider_azbatch.utils.job_results import collect_outcomes, failure_report
-from airflow_provider_azbatch.utils.job_spec import JobSubmission, TaskSpec, TaskSpecError, parse_tasks
+from airflow_provider_azbatch.utils.job_spec import JobSubmission, TaskExtras, TaskSpec, TaskSpecError, parse_tasks
 from airflow_provider_azbatch.utils.job_watch import JobWatcher, WatchState, enum_value, watch_step
+from airflow_provider_azbatch.utils.pool_health import PoolProblem
+from airflow_provider_azbatch.utils.pool_strategy import BatchPool, PoolStrategyError
+from airflow_provider_azbatch.utils.task_io import parse_inputs, parse_outputs
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
 ACTIVE_JOB_STATES = ("active", "disabling", "disabled", "enabling")
+# Job metadata naming where its tasks' logs are uploaded: "<container>/<prefix>".
+LOGS_METADATA_KEY = "azbatch-logs"
 ON_FINISH_ACTIONS = ("keep_job", "delete_job", "delete_succeeded_job")
 # Where a try remembers the job it watches (Airflow >= 3.3 task state store), across worker crashes.
 STATE_STORE_KEY = "azbatch_job_id"
@@ -41,7 +46,10 @@ def _default_deferrable() -> bool:
 class AzureBatchJobOperator(BaseOperator):
     """Run one Azure Batch job on an existing pool and wait for it, showing its tasks' output.
 
-    :param pool_id: the pool the job runs on (must exist).
+    :param pool_id: the existing pool the job runs on (shorthand for ``batch_pool=BatchPool.existing(pool_id)``).
+    :param pool: where the job runs: :class:`~airflow_provider_azbatch.utils.pool_strategy.BatchPool`
+        ``existing`` (checked: exists, VM size fits ``requirements``), ``shared`` (a named pool created from
+        resource requirements if missing) or ``auto`` (a pool made for the job and deleted with it).
     :param command: one task: the shell command it runs (``/bin/sh -c`` on Linux nodes).
     :param tasks: several tasks, each a mapping with ``id`` and ``command_line`` and optionally
         ``environment``, ``max_retries``, ``max_wall_clock``, ``depends_on``, ``required_slots``,
@@ -65,6 +73,22 @@ class AzureBatchJobOperator(BaseOperator):
     :param on_finish_action: ``keep_job`` (default), ``delete_job`` or ``delete_succeeded_job``.
     :param force_new_job: submit a new job even if this task instance already has one.
     :param max_outage: deferrable mode: seconds of Batch service errors the trigger waits out.
+    :param command_template: fan-out: one task per item of ``parameters``, ``command_template.format(**item)``
+        (or ``{value}`` for plain items); task ids ``<task_id_prefix>-<index>``.
+    :param num_nodes: with ``command``: run it as a multi-node task on this many nodes (per task: ``num_nodes``).
+    :param coordination_command: with ``num_nodes``: what every node runs first (per task: ``coordination_command``).
+    :param max_parallel_tasks: most tasks of the job running at once.
+    :param image: run tasks in this container image (per task: ``image``); needs a container pool.
+    :param registry_conn_id: connection of a private container registry (host, login, password, or extra
+        ``identity_reference``).
+    :param container_run_options: extra ``docker create`` options.
+    :param container_working_directory: ``task`` (the task's working directory, default) or ``image``.
+    :param inputs: Blob inputs for every task (see :mod:`airflow_provider_azbatch.utils.task_io`).
+    :param outputs: Blob outputs for every task.
+    :param output_container: default container of outputs, and where task logs are uploaded.
+    :param upload_logs: upload each task's stdout/stderr to ``output_container`` (default: when it is set).
+    :param logs_prefix: blob path of uploaded logs: ``<logs_prefix>/<job id>/<task id>/stdout.txt``.
+    :param output_identity: resource id of a managed identity the nodes upload with, instead of a SAS.
     """
 
     template_fields: Sequence[str] = (
@@ -75,15 +99,31 @@ class AzureBatchJobOperator(BaseOperator):
         "environment",
         "metadata",
         "display_name",
+        "command_template",
+        "parameters",
+        "image",
+        "inputs",
+        "outputs",
+        "output_container",
+        "logs_prefix",
     )
-    template_fields_renderers = {"tasks": "json", "environment": "json", "metadata": "json", "command": "bash"}
+    template_fields_renderers = {
+        "tasks": "json",
+        "environment": "json",
+        "metadata": "json",
+        "command": "bash",
+        "parameters": "json",
+        "inputs": "json",
+        "outputs": "json",
+    }
     ui_color = "#cfe8fc"
     operator_extra_links = (AzureBatchJobLink(),)
 
     def __init__(
         self,
         *,
-        pool_id: str,
+        pool_id: str | None = None,
+        batch_pool: BatchPool | None = None,
         command: str | None = None,
         tasks: Sequence[Mapping[str, Any] | TaskSpec] | None = None,
         job_id: str | None = None,
@@ -102,10 +142,56 @@ class AzureBatchJobOperator(BaseOperator):
         on_finish_action: str = "keep_job",
         force_new_job: bool = False,
         max_outage: float = DEFAULT_MAX_OUTAGE_SECONDS,
+        command_template: str | None = None,
+        parameters: Sequence[Any] | None = None,
+        task_id_prefix: str = "task",
+        num_nodes: int = 1,
+        coordination_command: str | None = None,
+        max_parallel_tasks: int | None = None,
+        image: str | None = None,
+        registry_conn_id: str | None = None,
+        container_run_options: str | None = None,
+        container_working_directory: str = "task",
+        inputs: Sequence[Mapping[str, Any]] | None = None,
+        outputs: Sequence[Mapping[str, Any]] | None = None,
+        output_container: str | None = None,
+        upload_logs: bool | None = None,
+        logs_prefix: str = "azbatch-logs",
+        output_identity: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.pool_id = pool_id
+        # (``pool`` is taken: BaseOperator's Airflow pool, the worker slots the task may use.)
+        if (pool_id is None) == (batch_pool is None):
+            raise ValueError("give either pool_id (an existing pool) or batch_pool (BatchPool.existing/shared/auto)")
+        if batch_pool is not None and not isinstance(batch_pool, BatchPool):
+            raise ValueError(
+                f"batch_pool must be a BatchPool (existing, shared or auto), got {type(batch_pool).__name__}"
+            )
+        self.pool_id = pool_id if pool_id is not None else batch_pool.pool_id  # type: ignore[union-attr]
+        self.batch_pool = batch_pool
+        self.command_template = command_template
+        self.parameters = parameters
+        self.task_id_prefix = task_id_prefix
+        self.num_nodes = num_nodes
+        self.coordination_command = coordination_command
+        self.max_parallel_tasks = max_parallel_tasks
+        self.image = image
+        self.registry_conn_id = registry_conn_id
+        self.container_run_options = container_run_options
+        self.container_working_directory = container_working_directory
+        self.inputs = inputs
+        self.outputs = outputs
+        self.output_container = output_container
+        self.upload_logs = upload_logs
+        self.logs_prefix = logs_prefix
+        self.output_identity = output_identity
+        if max_parallel_tasks is not None and (isinstance(max_parallel_tasks, bool) or max_parallel_tasks < 1):
+            raise ValueError(f"max_parallel_tasks must be an integer >= 1, got {max_parallel_tasks!r}")
+        if container_working_directory not in ("task", "image"):
+            raise ValueError(
+                f"container_working_directory must be 'task' or 'image', got {container_working_directory!r}"
+            )
         self.command = command
         self.tasks = tasks
         self.job_id = job_id
@@ -144,18 +230,20 @@ class AzureBatchJobOperator(BaseOperator):
 
     # -- execution ----------------------------------------------------------------------------------------
     def execute(self, context: Context) -> dict[str, Any]:
-        submission = self._submission(context)
         hook = self.hook
-        self._check_pool(hook, submission.pool_id)
+        submission = self._submission(context, hook)
         job_id, finished = self._submit_or_reattach(hook, submission, context)
         self._publish_job(context, job_id)
-        watcher = self._watcher(job_id, submission.tasks)
+        watcher = self._watcher(job_id, submission)
         if finished:
             return self._finish(hook, watcher)
         if self.deferrable:
             self._defer(context, watcher)
         try:
             self._wait(hook, watcher)
+        except PoolProblem as problem:
+            self._terminate(job_id, "PoolProblem")
+            raise AirflowException(f"Batch job {job_id} cannot run: {problem}; the job was terminated") from None
         except BaseException as exc:
             if type(exc).__name__ == "AirflowTaskTimeout":
                 self._terminate_for_timeout(job_id)
@@ -183,14 +271,28 @@ class AzureBatchJobOperator(BaseOperator):
                 "the Batch job was terminated"
             )
         if status == "error":
+            if event.get("pool_problem"):
+                self._terminate(job_id, "PoolProblem")
+                raise AirflowException(f"Batch job {job_id} cannot run: {event['message']}; the job was terminated")
             raise AirflowException(event.get("message") or f"Waiting for Batch job {job_id} failed")
         self._flush(hook, watcher)
         return self._finish(hook, watcher)
 
     # -- submission ---------------------------------------------------------------------------------------
-    def _submission(self, context: Context) -> JobSubmission:
+    def _submission(self, context: Context, hook: AzureBatchHook) -> JobSubmission:
+        """Everything checked and prepared (pool, storage access, registry) before anything is submitted."""
         try:
-            specs = parse_tasks(self.command, self.tasks)
+            specs = parse_tasks(
+                self.command,
+                self.tasks,
+                command_template=self.command_template,
+                parameters=self.parameters,
+                task_id_prefix=self.task_id_prefix,
+                num_nodes=self.num_nodes,
+                coordination_command=self.coordination_command,
+            )
+            inputs = parse_inputs(self.inputs, "inputs")
+            outputs = parse_outputs(self.outputs, "outputs")
         except TaskSpecError as exc:
             raise AirflowException(f"{self.task_id}: {exc}") from None
         job_id = self.job_id or default_job_id(
@@ -200,26 +302,137 @@ class AzureBatchJobOperator(BaseOperator):
             check_job_id(job_id)
         except ValueError as exc:
             raise AirflowException(str(exc)) from None
-        if not isinstance(self.pool_id, str) or not self.pool_id:
-            raise AirflowException("pool_id is missing: name the Batch pool the job runs on")
+        extras = self._task_extras(hook, specs, inputs, outputs)
+        strategy = self.batch_pool or BatchPool.existing(self._pool_id())
+        pool_id, auto_pool = self._prepare_pool(hook, strategy, specs, extras)
+        metadata = dict(self.metadata)
+        if extras.log_container:
+            # Kept with the job, so that anyone watching it later (the sensor) finds its uploaded logs.
+            metadata[LOGS_METADATA_KEY] = f"{extras.log_container}/{self.logs_prefix}"
         return JobSubmission(
             job_id=job_id,
-            pool_id=self.pool_id,
+            pool_id=pool_id,
             tasks=specs,
             environment=self.environment,
-            metadata=self.metadata,
+            metadata=metadata,
             default_retries=self.max_task_retries,
             default_wall_clock=_seconds(self.max_wall_clock, "max_wall_clock"),
             job_max_wall_clock=_seconds(self.job_max_wall_clock, "job_max_wall_clock"),
             display_name=self.display_name,
+            max_parallel_tasks=self.max_parallel_tasks,
+            auto_pool=auto_pool,
+            auto_pool_prefix=strategy.auto_pool_prefix,
+            extras=extras,
         )
 
-    def _check_pool(self, hook: AzureBatchHook, pool_id: str) -> None:
-        if not hook.pool_exists(pool_id):
+    def _pool_id(self) -> str:
+        if not isinstance(self.pool_id, str) or not self.pool_id:
+            raise AirflowException("pool_id is missing: name the Batch pool the job runs on")
+        return self.pool_id
+
+    def _prepare_pool(
+        self, hook: AzureBatchHook, strategy: BatchPool, specs: list[TaskSpec], extras: TaskExtras
+    ) -> tuple[str | None, dict[str, Any] | None]:
+        """(pool id, auto-pool body): checks an existing pool, creates a shared one if missing."""
+        multi_node = max(spec.num_nodes for spec in specs)
+        containers = extras.image is not None or any(spec.image for spec in specs)
+        try:
+            if strategy.kind == "existing":
+                self._check_pool(hook, strategy)
+                return strategy.pool_id, None
+            registries = [_registry_json(extras.registry)] if extras.registry is not None else []
+            body = strategy.pool_body(containers=containers, multi_node=multi_node, registries=registries)
+            if strategy.kind == "auto":
+                self.log.info("The job gets its own pool (%s), deleted with the job", body["vmSize"])
+                return None, body
+            assert strategy.pool_id is not None
+            if hook.ensure_shared_pool(strategy.pool_id, body):
+                self.log.info("Created shared pool %s (%s)", strategy.pool_id, body["vmSize"])
+            else:
+                self.log.info("Using shared pool %s", strategy.pool_id)
+            return strategy.pool_id, None
+        except (PoolStrategyError, ValueError) as exc:
+            raise AirflowException(f"{self.task_id}: {exc}") from None
+
+    def _check_pool(self, hook: AzureBatchHook, strategy: BatchPool) -> None:
+        from airflow_provider_azbatch.compute import UnknownVmSizeError, check_vm_size_fits
+
+        pool_id = strategy.pool_id
+        pool = hook.get_pool(pool_id) if pool_id else None
+        if pool is None:
             raise AirflowException(
                 f"pool_id {pool_id!r} does not exist in Batch account '{hook.account_name}': create the pool first "
                 "or give the id of an existing one"
             )
+        if strategy.requirements is not None:
+            try:
+                check_vm_size_fits(pool.vm_size, strategy.requirements)
+            except UnknownVmSizeError:
+                self.log.warning(
+                    "Pool %s has VM size %s, which is not in the provider's catalog: its fit to %s is not checked",
+                    pool_id,
+                    pool.vm_size,
+                    strategy.requirements.describe(),
+                )
+            except ValueError as exc:
+                raise AirflowException(f"pool {pool_id!r} does not fit this job: {exc}") from None
+
+    def _task_extras(self, hook: AzureBatchHook, specs: list[TaskSpec], inputs: tuple, outputs: tuple) -> TaskExtras:
+        from airflow_provider_azbatch.hooks.storage import LogLocation, StorageNotConfiguredError
+        from airflow_provider_azbatch.utils.containers import RegistryConfigError, RegistryCredentials
+
+        registry = None
+        if self.registry_conn_id:
+            try:
+                registry = RegistryCredentials.from_connection(hook.get_connection(self.registry_conn_id))
+            except RegistryConfigError as exc:
+                raise AirflowException(str(exc)) from None
+        upload_logs = self.upload_logs if self.upload_logs is not None else self.output_container is not None
+        if upload_logs and not self.output_container:
+            raise AirflowException(f"{self.task_id}: upload_logs needs output_container (where the logs go)")
+        all_inputs = [*inputs, *(item for spec in specs for item in spec.inputs)]
+        all_outputs = [*outputs, *(item for spec in specs for item in spec.outputs)]
+        for index, output in enumerate(all_outputs):
+            if not (output.container or self.output_container):
+                raise AirflowException(
+                    f"{self.task_id}: output {index} ({output.pattern!r}) has no container: set its container or "
+                    "the operator's output_container"
+                )
+        read_containers = sorted({item.container for item in all_inputs if item.container})
+        write_containers = sorted(
+            {item.container or self.output_container for item in all_outputs}
+            | ({self.output_container} if upload_logs else set())
+        )
+        read_urls: dict[str, str] = {}
+        write_urls: dict[str, str] = {}
+        if read_containers or write_containers:
+            lifetime = timedelta(hours=config.get_float("sas_hours"))
+            try:
+                storage = hook.blob_storage(f"{self.task_id}: Blob inputs and outputs")
+            except StorageNotConfiguredError as exc:
+                raise AirflowException(str(exc)) from None
+            read_urls = {name: storage.read_url(name, lifetime) for name in read_containers}
+            for name in write_containers:
+                storage.ensure_container(name)
+                if not self.output_identity:
+                    write_urls[name] = storage.write_url(name, lifetime)
+        location = (
+            LogLocation(self.output_container, self.logs_prefix) if upload_logs and self.output_container else None
+        )
+        return TaskExtras(
+            image=self.image,
+            registry=registry,
+            container_run_options=self.container_run_options,
+            container_working_directory=self.container_working_directory,
+            inputs=tuple(inputs),
+            outputs=tuple(outputs),
+            output_container=self.output_container,
+            read_urls=read_urls,
+            write_urls=write_urls,
+            output_identity=self.output_identity,
+            log_container=location.container if location else None,
+            log_path=location.path if location else None,
+        )
 
     def _submit_or_reattach(
         self, hook: AzureBatchHook, submission: JobSubmission, context: Context
@@ -286,29 +499,41 @@ class AzureBatchJobOperator(BaseOperator):
         )
 
     # -- waiting ------------------------------------------------------------------------------------------
-    def _watcher(self, job_id: str, specs: list[TaskSpec]) -> JobWatcher:
+    def _watcher(self, job_id: str, submission: JobSubmission) -> JobWatcher:
+        specs = submission.tasks
+        extras = submission.extras
         state = WatchState(
             job_id=job_id,
             expected_tasks=len(specs),
             streamed=[spec.id for spec in specs[: self.max_streamed_tasks]] if self.stream_output else [],
+            pool_id=submission.pool_id,
+            pool_check_interval=config.get_float("pool_check_interval"),
+            log_location={"container": extras.log_container, "prefix": self.logs_prefix}
+            if extras.log_container
+            else None,
         )
         return JobWatcher(state, stream_output=self.stream_output)
 
     def _wait(self, hook: AzureBatchHook, watcher: JobWatcher) -> None:
         max_bytes = config.get_int("max_read_bytes")
-        while not watch_step(hook.client, watcher, self._emit, max_bytes=max_bytes):
+        fallback = hook.log_reader(watcher.state.log_location)
+        while not watch_step(hook.client, watcher, self._emit, max_bytes=max_bytes, fallback=fallback):
             time.sleep(self.poll_interval)
 
     def _flush(self, hook: AzureBatchHook, watcher: JobWatcher) -> None:
         """Print output the trigger had not printed yet (finished streams are skipped by their cursors)."""
-        if not watcher.job_over():
-            watch_step(hook.client, watcher, self._emit, max_bytes=config.get_int("max_read_bytes"))
         max_bytes = config.get_int("max_read_bytes")
-        for _ in range(100):  # bounded: each round reads up to max_read_bytes per stream
-            pending = [item for item in watcher.streams_to_read() if item[2]]
-            if not pending:
-                return
-            watch_step(hook.client, watcher, self._emit, max_bytes=max_bytes)
+        fallback = hook.log_reader(watcher.state.log_location)
+        try:
+            if not watcher.job_over():
+                watch_step(hook.client, watcher, self._emit, max_bytes=max_bytes, fallback=fallback)
+            for _ in range(100):  # bounded: each round reads up to max_read_bytes per stream
+                pending = [item for item in watcher.streams_to_read() if item[2]]
+                if not pending:
+                    return
+                watch_step(hook.client, watcher, self._emit, max_bytes=max_bytes, fallback=fallback)
+        except PoolProblem:
+            return  # the job is over anyway; the report below says what happened
 
     def _defer(self, context: Context, watcher: JobWatcher) -> None:
         deadline = None
@@ -347,14 +572,20 @@ class AzureBatchJobOperator(BaseOperator):
         report = None
         if unsuccessful:
             report = failure_report(
-                hook.client, job_id, unsuccessful, total, tail_lines=self.failure_tail_lines, terminate_reason=reason
+                hook.client,
+                job_id,
+                unsuccessful,
+                total,
+                tail_lines=self.failure_tail_lines,
+                terminate_reason=reason,
+                fallback=hook.log_reader(watcher.state.log_location),
             )
         self._clean_up(hook, job_id, succeeded=report is None)
         if report is not None:
             raise AirflowException(report)
         return {
             "job_id": job_id,
-            "pool_id": self.pool_id,
+            "pool_id": watcher.state.pool_id,
             "job_state": enum_value(job.state) if job is not None else None,
             "terminate_reason": reason,
             "task_counts": counts.to_json(),
@@ -372,8 +603,11 @@ class AzureBatchJobOperator(BaseOperator):
 
     def _terminate_for_timeout(self, job_id: str) -> None:
         self.log.error("Batch job %s ran past execution_timeout (%s): terminating it", job_id, self.execution_timeout)
+        self._terminate(job_id, "AirflowExecutionTimeout")
+
+    def _terminate(self, job_id: str, reason: str) -> None:
         try:
-            self.hook.terminate_job(job_id, reason="AirflowExecutionTimeout", wait=True)
+            self.hook.terminate_job(job_id, reason=reason, wait=True)
         except Exception as exc:
             self.log.error("Could not terminate Batch job %s: %s", job_id, describe_error(exc))
 
@@ -386,6 +620,13 @@ class AzureBatchJobOperator(BaseOperator):
             self.hook.terminate_job(job_id, reason="AirflowTaskKilled")
         except Exception as exc:  # on_kill must not raise; say what happened instead
             self.log.error("Could not terminate Batch job %s: %s", job_id, describe_error(exc))
+
+
+def _registry_json(registry: Any) -> dict[str, Any]:
+    """The pool's containerRegistries entry (REST): lets nodes pre-fetch private images."""
+    if registry.identity_reference:
+        return {"registryServer": registry.server, "identityReference": {"resourceId": registry.identity_reference}}
+    return {"registryServer": registry.server, "username": registry.username, "password": registry.password}
 
 
 def _remembered(context: Context) -> str | None:

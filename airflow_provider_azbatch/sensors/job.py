@@ -77,13 +77,28 @@ class AzureBatchJobSensor(BaseSensorOperator):
         return AzureBatchHook(self.azbatch_conn_id)
 
     def _new_watcher(self) -> JobWatcher:
-        if self.hook.get_job(self.job_id, select=["id"]) is None:
+        from airflow_provider_azbatch.operators.job import LOGS_METADATA_KEY
+
+        job = self.hook.get_job(self.job_id, select=["id", "metadata", "executionInfo"])
+        if job is None:
             raise AirflowException(f"Batch job {self.job_id!r} does not exist in account '{self.hook.account_name}'")
+        logs = next((item.value for item in job.metadata or [] if item.name == LOGS_METADATA_KEY), None)
+        log_location = None
+        if logs and "/" in logs:
+            container, prefix = logs.split("/", 1)
+            log_location = {"container": container, "prefix": prefix}
         streamed: list[str] = []
         if self.stream_output and self.max_streamed_tasks:
             tasks = self.hook.list_tasks(self.job_id, select=["id"])
             streamed = [task.id for task in itertools.islice(tasks, self.max_streamed_tasks)]
-        state = WatchState(job_id=self.job_id, streamed=streamed)
+        pool_id = getattr(job.execution_info, "pool_id", None)
+        state = WatchState(
+            job_id=self.job_id,
+            streamed=streamed,
+            log_location=log_location,
+            pool_id=pool_id,
+            pool_check_interval=config.get_float("pool_check_interval"),
+        )
         return JobWatcher(state, stream_output=self.stream_output)
 
     def execute(self, context: Context) -> Any:
@@ -106,18 +121,24 @@ class AzureBatchJobSensor(BaseSensorOperator):
     def poke(self, context: Context) -> bool:
         if self._watcher is None:
             self._watcher = self._new_watcher()
-        done = watch_step(self.hook.client, self._watcher, self._emit, max_bytes=config.get_int("max_read_bytes"))
+        done = watch_step(
+            self.hook.client,
+            self._watcher,
+            self._emit,
+            max_bytes=config.get_int("max_read_bytes"),
+            fallback=self.hook.log_reader(self._watcher.state.log_location),
+        )
         if done:
-            self._report()
+            self._report(self._watcher.state.log_location)
         return done
 
     def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> None:
         if not event or event.get("status") != "done":
             message = (event or {}).get("message") or f"Waiting for Batch job {self.job_id} ended with {event!r}"
             raise AirflowException(message)
-        self._report()
+        self._report((event.get("watch_state") or {}).get("log_location"))
 
-    def _report(self) -> None:
+    def _report(self, log_location: dict[str, str] | None) -> None:
         _, unsuccessful, total = collect_outcomes(self.hook.client, self.job_id)
         failed = [outcome for outcome in unsuccessful if outcome.state == "completed"]
         self.log.info("Batch job %s is over: %d of %d tasks failed", self.job_id, len(failed), total)
@@ -132,6 +153,7 @@ class AzureBatchJobSensor(BaseSensorOperator):
                     total,
                     tail_lines=self.failure_tail_lines,
                     terminate_reason=reason,
+                    fallback=self.hook.log_reader(log_location),
                 )
             )
 

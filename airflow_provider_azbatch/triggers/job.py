@@ -21,10 +21,11 @@ from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from airflow_provider_azbatch.hooks.async_clients import shared_client
+from airflow_provider_azbatch.hooks.async_clients import connection_settings, shared_client
 from airflow_provider_azbatch.hooks.batch import describe_error
 from airflow_provider_azbatch.utils.errors import Backoff, is_transient, retry_after_seconds
 from airflow_provider_azbatch.utils.job_watch import JobWatcher, WatchState, awatch_step
+from airflow_provider_azbatch.utils.pool_health import PoolProblem
 
 CHECKPOINT_KEY = "azbatch_watch_state"
 DEFAULT_MAX_OUTAGE_SECONDS = 600.0
@@ -94,13 +95,19 @@ class AzureBatchJobTrigger(BaseTrigger):
         backoff = Backoff()
         outage_since: float | None = None
         saved = state.to_json()
+        fallback = await self._log_reader(state)
         async with shared_client(self.azbatch_conn_id) as client:
             while True:
                 if self.deadline is not None and time.time() >= self.deadline:
                     yield TriggerEvent({"status": "timeout", "job_id": self.job_id, "watch_state": state.to_json()})
                     return
                 try:
-                    done = await awatch_step(client, watcher, self._emit, max_bytes=self.max_read_bytes)
+                    done = await awatch_step(
+                        client, watcher, self._emit, max_bytes=self.max_read_bytes, fallback=fallback
+                    )
+                except PoolProblem as problem:
+                    yield self._error(state, str(problem), permanent=True, pool_problem=True)
+                    return
                 except Exception as exc:
                     cause = describe_error(exc)
                     if not is_transient(exc):
@@ -131,16 +138,29 @@ class AzureBatchJobTrigger(BaseTrigger):
                     return
                 await asyncio.sleep(self.poll_interval)
 
-    def _error(self, state: WatchState, message: str, *, permanent: bool) -> TriggerEvent:
-        return TriggerEvent(
-            {
-                "status": "error",
-                "job_id": self.job_id,
-                "message": message,
-                "permanent": permanent,
-                "watch_state": state.to_json(),
-            }
-        )
+    def _error(self, state: WatchState, message: str, *, permanent: bool, pool_problem: bool = False) -> TriggerEvent:
+        payload = {
+            "status": "error",
+            "job_id": self.job_id,
+            "message": message,
+            "permanent": permanent,
+            "watch_state": state.to_json(),
+        }
+        if pool_problem:
+            payload["pool_problem"] = True
+        return TriggerEvent(payload)
+
+    async def _log_reader(self, state: WatchState) -> Any:
+        """Reads logs uploaded to Blob when a task's node is gone (only if the job uploads them)."""
+        if not state.log_location:
+            return None
+        from airflow_provider_azbatch.hooks.storage import AsyncBlobLogReader, BlobStorage, LogLocation
+
+        settings = await connection_settings(self.azbatch_conn_id)
+        storage = BlobStorage.from_settings(settings, "Reading uploaded task logs")
+        location = LogLocation.from_json(state.log_location)
+        assert location is not None
+        return AsyncBlobLogReader(storage, location)
 
     async def on_kill(self) -> None:
         """A user marked the deferred task failed/success or cleared it: stop the job we submitted."""

@@ -80,13 +80,16 @@ def failure_report(
     *,
     tail_lines: int,
     terminate_reason: str | None,
+    fallback: Any = None,
 ) -> str:
     failed = [o for o in unsuccessful if o.state == "completed"]
     never_ran = [o for o in unsuccessful if o.state != "completed"]
     parts = [f"Azure Batch job '{job_id}' failed: {len(failed)} of {total} tasks failed"]
     if never_ran:
         parts[0] += f", {len(never_ran)} did not finish"
-    if terminate_reason and terminate_reason not in ("AllTasksComplete",):
+    if terminate_reason == "MaxWallClockTimeExpiry":
+        parts[0] += " (the job hit its maximum wall clock time and was terminated)"
+    elif terminate_reason and terminate_reason not in ("AllTasksComplete",):
         parts[0] += f" (the job was terminated: {terminate_reason})"
     parts[0] += "."
     for outcome in failed[:MAX_FAILURES_QUOTED]:
@@ -97,7 +100,7 @@ def failure_report(
             detail += f" ({outcome.failure_code}: {outcome.failure_message})"
         if outcome.retry_count:
             detail += f" after {outcome.retry_count} retries"
-        stderr = last_lines(client, job_id, outcome.id, STDERR, tail_lines) if tail_lines else []
+        stderr = last_lines(client, job_id, outcome.id, STDERR, tail_lines, fallback=fallback) if tail_lines else []
         if stderr:
             detail += f". Last {len(stderr)} lines of its stderr:\n" + "\n".join(f"    {line}" for line in stderr)
         else:

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import re
+import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from azure.batch import models as batch_models
+
+if TYPE_CHECKING:
+    from airflow_provider_azbatch.utils.containers import RegistryCredentials
+    from airflow_provider_azbatch.utils.task_io import InputSpec, OutputSpec
 
 _TASK_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 TASK_FIELDS = (
@@ -20,7 +25,14 @@ TASK_FIELDS = (
     "depends_on",
     "required_slots",
     "display_name",
+    "image",
+    "num_nodes",
+    "coordination_command",
+    "inputs",
+    "outputs",
 )
+# What a multi-node task's instances run before the primary's command when none is given.
+DEFAULT_COORDINATION_COMMAND = "true"
 
 
 class TaskSpecError(ValueError):
@@ -64,11 +76,20 @@ def _retries(value: Any, where: str) -> int | None:
     return value
 
 
+def _positive_int(value: Any, where: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise TaskSpecError(f"{where} must be an integer >= 1, got {value!r}")
+    return value
+
+
 @dataclass(frozen=True)
 class TaskSpec:
     """One Batch task: ``id`` and ``command_line`` (run by ``/bin/sh -c`` on Linux nodes), optionally
     ``environment``, ``max_retries``, ``max_wall_clock`` (timedelta or seconds), ``depends_on`` (ids),
-    ``required_slots`` and ``display_name``."""
+    ``required_slots``, ``display_name``, ``image`` (run in this container image), ``num_nodes`` with
+    ``coordination_command`` (a multi-node task), ``inputs`` and ``outputs`` (Blob; see task_io)."""
 
     id: str
     command_line: str
@@ -78,9 +99,16 @@ class TaskSpec:
     depends_on: Sequence[str] = ()
     required_slots: int | None = None
     display_name: str | None = None
+    image: str | None = None
+    num_nodes: int = 1
+    coordination_command: str | None = None
+    inputs: tuple[InputSpec, ...] = ()
+    outputs: tuple[OutputSpec, ...] = ()
 
     @classmethod
     def parse(cls, value: Any, where: str) -> TaskSpec:
+        from airflow_provider_azbatch.utils.task_io import parse_inputs, parse_outputs
+
         if isinstance(value, TaskSpec):
             return value
         if not isinstance(value, Mapping):
@@ -104,6 +132,15 @@ class TaskSpec:
         slots = value.get("required_slots")
         if slots is not None and (isinstance(slots, bool) or not isinstance(slots, int) or slots < 1):
             raise TaskSpecError(f"{where}.required_slots must be an integer >= 1, got {slots!r}")
+        image = value.get("image")
+        if image is not None and (not isinstance(image, str) or not image.strip()):
+            raise TaskSpecError(f"{where}.image must be a container image name, got {image!r}")
+        coordination = value.get("coordination_command")
+        if coordination is not None and (not isinstance(coordination, str) or not coordination.strip()):
+            raise TaskSpecError(f"{where}.coordination_command must be a shell command, got {coordination!r}")
+        num_nodes = _positive_int(value.get("num_nodes"), f"{where}.num_nodes") or 1
+        if coordination is not None and num_nodes == 1:
+            raise TaskSpecError(f"{where}.coordination_command needs num_nodes > 1 (it runs on every node of the task)")
         return cls(
             id=task_id,
             command_line=command,
@@ -113,17 +150,29 @@ class TaskSpec:
             depends_on=tuple(depends),
             required_slots=slots,
             display_name=value.get("display_name"),
+            image=image,
+            num_nodes=num_nodes,
+            coordination_command=coordination,
+            inputs=parse_inputs(value.get("inputs"), f"{where}.inputs"),
+            outputs=parse_outputs(value.get("outputs"), f"{where}.outputs"),
         )
 
     def to_sdk(
-        self, *, default_retries: int | None, default_wall_clock: timedelta | None
+        self, *, default_retries: int | None, default_wall_clock: timedelta | None, io: TaskExtras | None = None
     ) -> batch_models.BatchTaskCreateOptions:
+        extras = io or TaskExtras()
         retries = self.max_retries if self.max_retries is not None else default_retries
         wall_clock = self.max_wall_clock or default_wall_clock
         constraints = None
         if retries is not None or wall_clock is not None:
             constraints = batch_models.BatchTaskConstraints(
                 max_task_retry_count=retries, max_wall_clock_time=wall_clock
+            )
+        multi = None
+        if self.num_nodes > 1:
+            multi = batch_models.MultiInstanceSettings(
+                number_of_instances=self.num_nodes,
+                coordination_command_line=self.coordination_command or DEFAULT_COORDINATION_COMMAND,
             )
         return batch_models.BatchTaskCreateOptions(
             id=self.id,
@@ -134,22 +183,133 @@ class TaskSpec:
             constraints=constraints,
             depends_on=batch_models.BatchTaskDependencies(task_ids=list(self.depends_on)) if self.depends_on else None,
             required_slots=self.required_slots,
+            multi_instance_settings=multi,
+            container_settings=extras.container_settings(self.image),
+            resource_files=extras.resource_files(self.inputs) or None,
+            output_files=extras.output_files(self.id, self.outputs) or None,
         )
 
 
-def parse_tasks(command: str | None, tasks: Sequence[Any] | None, *, default_task_id: str = "main") -> list[TaskSpec]:
-    """The operator's ``command`` or ``tasks``, validated as a whole (unique ids, known dependencies)."""
-    if command is not None and tasks:
-        raise TaskSpecError("give either command or tasks, not both")
+@dataclass
+class TaskExtras:
+    """What the operator adds to every task: container settings, and Blob inputs/outputs resolved to
+    container URLs (with SAS), including the upload of the task's logs."""
+
+    image: str | None = None
+    registry: RegistryCredentials | None = None
+    container_run_options: str | None = None
+    container_working_directory: str = "task"
+    inputs: tuple[InputSpec, ...] = ()
+    outputs: tuple[OutputSpec, ...] = ()
+    output_container: str | None = None
+    read_urls: Mapping[str, str] = field(default_factory=dict)
+    write_urls: Mapping[str, str] = field(default_factory=dict)
+    output_identity: str | None = None
+    job_id: str = ""
+    log_container: str | None = None
+    log_path: Any = None  # callable (job id, task id) -> blob path, when logs are uploaded
+
+    def container_settings(self, task_image: str | None) -> batch_models.BatchTaskContainerSettings | None:
+        from airflow_provider_azbatch.utils.containers import container_settings
+
+        image = task_image or self.image
+        if image is None:
+            return None
+        return container_settings(image, self.registry, self.container_run_options, self.container_working_directory)
+
+    def resource_files(self, task_inputs: Sequence[InputSpec]) -> list[batch_models.ResourceFile]:
+        return [spec.to_sdk(self.read_urls.get(spec.container or "")) for spec in (*self.inputs, *task_inputs)]
+
+    def output_files(self, task_id: str, task_outputs: Sequence[OutputSpec]) -> list[batch_models.OutputFile]:
+        from airflow_provider_azbatch.utils.task_io import OutputSpec
+
+        files = []
+        for spec in (*self.outputs, *task_outputs):
+            container = spec.container or self.output_container or ""
+            files.append(spec.to_sdk(self.write_urls.get(container), self.output_identity))
+        if self.log_container and self.log_path is not None:
+            # Logs are uploaded whatever the outcome: that is when they are needed most.
+            logs = OutputSpec(
+                pattern="../std*.txt",
+                container=self.log_container,
+                path=self.log_path(self.job_id, task_id),
+                upload="completion",
+            )
+            files.append(logs.to_sdk(self.write_urls.get(self.log_container), self.output_identity))
+        return files
+
+
+def _fan_out(template: str, parameters: Sequence[Any], prefix: str) -> list[TaskSpec]:
+    if not isinstance(template, str) or not template.strip():
+        raise TaskSpecError("command_template is empty: give the command, with {fields} taken from each parameter")
+    if isinstance(parameters, (str, bytes, Mapping)) or not parameters:
+        raise TaskSpecError("parameters must be a non-empty list (one task per item) to go with command_template")
+    fields = {name for _, name, _, _ in string.Formatter().parse(template) if name}
+    width = len(str(len(parameters) - 1))
+    tasks = []
+    for index, item in enumerate(parameters):
+        values = dict(item) if isinstance(item, Mapping) else {"value": item}
+        missing = sorted(name for name in fields if name and not name.isdigit() and name not in values)
+        if missing:
+            raise TaskSpecError(
+                f"parameters[{index}] has no {', '.join(missing)} for command_template "
+                f"(it has: {', '.join(sorted(values)) or 'nothing'})"
+            )
+        try:
+            command = template.format(*([] if isinstance(item, Mapping) else [item]), **values)
+        except (IndexError, KeyError, ValueError) as exc:
+            raise TaskSpecError(f"command_template cannot be filled from parameters[{index}]: {exc}") from None
+        tasks.append(TaskSpec(id=f"{prefix}-{index:0{width}d}", command_line=command))
+    return tasks
+
+
+def parse_tasks(
+    command: str | None,
+    tasks: Sequence[Any] | None,
+    *,
+    default_task_id: str = "main",
+    command_template: str | None = None,
+    parameters: Sequence[Any] | None = None,
+    task_id_prefix: str = "task",
+    num_nodes: int = 1,
+    coordination_command: str | None = None,
+) -> list[TaskSpec]:
+    """The operator's ``command``, ``tasks`` or ``command_template`` + ``parameters``, validated as a whole."""
+    given = [
+        name
+        for name, value in (("command", command), ("tasks", tasks), ("command_template", command_template))
+        if value
+    ]
+    if len(given) > 1:
+        raise TaskSpecError(f"give one of command, tasks or command_template, not {' and '.join(given)}")
+    if command_template is not None:
+        return _check_all(_fan_out(command_template, parameters or [], task_id_prefix))
+    if parameters:
+        raise TaskSpecError("parameters only go with command_template")
     if command is not None:
         if not isinstance(command, str) or not command.strip():
             raise TaskSpecError("command is empty: give the shell command the task runs")
-        return [TaskSpec(id=default_task_id, command_line=command)]
+        spec = {"id": default_task_id, "command_line": command}
+        if num_nodes != 1:
+            spec["num_nodes"] = num_nodes
+        if coordination_command is not None:
+            spec["coordination_command"] = coordination_command
+        return [TaskSpec.parse(spec, "command")]
+    if num_nodes != 1 or coordination_command is not None:
+        raise TaskSpecError(
+            "num_nodes and coordination_command on the operator apply to command; in tasks, set them per task"
+        )
     if not tasks:
-        raise TaskSpecError("nothing to run: give command (one task) or tasks (a list of task definitions)")
+        raise TaskSpecError(
+            "nothing to run: give command (one task), tasks (a list of task definitions) or command_template "
+            "with parameters (one task per parameter)"
+        )
     if isinstance(tasks, (str, bytes, Mapping)):
         raise TaskSpecError(f"tasks must be a list of task definitions, got {type(tasks).__name__}")
-    specs = [TaskSpec.parse(item, f"tasks[{index}]") for index, item in enumerate(tasks)]
+    return _check_all([TaskSpec.parse(item, f"tasks[{index}]") for index, item in enumerate(tasks)])
+
+
+def _check_all(specs: list[TaskSpec]) -> list[TaskSpec]:
     seen: dict[str, int] = {}
     for index, spec in enumerate(specs):
         key = spec.id.lower()  # the service compares task ids without case
@@ -165,10 +325,14 @@ def parse_tasks(command: str | None, tasks: Sequence[Any] | None, *, default_tas
 
 @dataclass
 class JobSubmission:
-    """Everything needed to create one Batch job and its tasks on an existing pool."""
+    """Everything needed to create one Batch job and its tasks.
+
+    The job runs on ``pool_id`` (an existing or shared pool) or on an auto-pool made from
+    ``auto_pool`` (REST pool fields) and deleted with the job.
+    """
 
     job_id: str
-    pool_id: str
+    pool_id: str | None
     tasks: list[TaskSpec]
     environment: Mapping[str, str] = field(default_factory=dict)
     metadata: Mapping[str, str] = field(default_factory=dict)
@@ -177,6 +341,22 @@ class JobSubmission:
     job_max_wall_clock: timedelta | None = None
     display_name: str | None = None
     terminate_when_done: bool = True
+    max_parallel_tasks: int | None = None
+    auto_pool: Mapping[str, Any] | None = None
+    auto_pool_prefix: str = "airflow"
+    extras: TaskExtras = field(default_factory=TaskExtras)
+
+    def pool_info(self) -> batch_models.BatchPoolInfo:
+        if self.auto_pool is not None:
+            return batch_models.BatchPoolInfo(
+                auto_pool_specification=batch_models.BatchAutoPoolSpecification(
+                    auto_pool_id_prefix=self.auto_pool_prefix,
+                    pool_lifetime_option=batch_models.BatchPoolLifetimeOption.JOB,
+                    keep_alive=False,
+                    pool=batch_models.BatchPoolSpecification(dict(self.auto_pool)),
+                )
+            )
+        return batch_models.BatchPoolInfo(pool_id=self.pool_id)
 
     def job_options(self) -> batch_models.BatchJobCreateOptions:
         constraints = None
@@ -185,7 +365,7 @@ class JobSubmission:
         return batch_models.BatchJobCreateOptions(
             id=self.job_id,
             display_name=self.display_name,
-            pool_info=batch_models.BatchPoolInfo(pool_id=self.pool_id),
+            pool_info=self.pool_info(),
             uses_task_dependencies=any(task.depends_on for task in self.tasks) or None,
             common_environment_settings=[
                 batch_models.EnvironmentSetting(name=k, value=v) for k, v in self.environment.items()
@@ -193,11 +373,15 @@ class JobSubmission:
             or None,
             metadata=[batch_models.BatchMetadataItem(name=k, value=v) for k, v in self.metadata.items()] or None,
             constraints=constraints,
+            max_parallel_tasks=self.max_parallel_tasks,
             all_tasks_complete_mode=batch_models.BatchAllTasksCompleteMode.NO_ACTION,
         )
 
     def task_options(self) -> list[batch_models.BatchTaskCreateOptions]:
+        self.extras.job_id = self.job_id
         return [
-            task.to_sdk(default_retries=self.default_retries, default_wall_clock=self.default_wall_clock)
+            task.to_sdk(
+                default_retries=self.default_retries, default_wall_clock=self.default_wall_clock, io=self.extras
+            )
             for task in self.tasks
         ]

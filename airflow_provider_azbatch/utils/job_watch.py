@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_provider_azbatch.utils.log_tail import STREAMS, StreamCursor, TailResult, atail_file, tail_file
+from airflow_provider_azbatch.utils.pool_health import PoolProblem, acheck_pool, check_pool
 
 # Even when task counts do not move, look at the job itself this often (someone may have
 # terminated a job whose tasks never started).
@@ -60,6 +61,13 @@ class WatchState:
     job_state: str | None = None
     terminate_reason: str | None = None
     last_job_check: float = 0.0
+    pool_id: str | None = None
+    last_pool_check: float = 0.0
+    pool_check_interval: float = 30.0
+    # The last look at the pool found a problem one look cannot prove (see PoolProblem.certain).
+    pool_suspect: bool = False
+    # Where the tasks' logs are uploaded (container and prefix), read once a node is gone.
+    log_location: dict[str, str] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -72,6 +80,11 @@ class WatchState:
             "job_state": self.job_state,
             "terminate_reason": self.terminate_reason,
             "last_job_check": self.last_job_check,
+            "pool_id": self.pool_id,
+            "last_pool_check": self.last_pool_check,
+            "pool_check_interval": self.pool_check_interval,
+            "pool_suspect": self.pool_suspect,
+            "log_location": self.log_location,
         }
 
     @classmethod
@@ -113,10 +126,32 @@ class JobWatcher:
     def job_check_due(self, now: float, counts_moved: bool) -> bool:
         return counts_moved or now - self.state.last_job_check >= JOB_STATE_CHECK_SECONDS
 
-    def observe_job(self, state: str, terminate_reason: str | None, now: float) -> None:
+    def observe_job(self, state: str, terminate_reason: str | None, now: float, pool_id: str | None = None) -> None:
         self.state.job_state = state
         self.state.terminate_reason = terminate_reason
         self.state.last_job_check = now
+        if pool_id:
+            self.state.pool_id = pool_id
+
+    def observe_pool(self, problem: PoolProblem | None) -> None:
+        """Raise the problem if it is certain, or seen at two looks in a row."""
+        if problem is None:
+            self.state.pool_suspect = False
+            return
+        if problem.certain or self.state.pool_suspect:
+            raise problem
+        self.state.pool_suspect = True
+
+    def pool_check_due(self, now: float) -> bool:
+        """Tasks wait and none runs: is the pool still able to give them nodes? (checked now and then)"""
+        counts = self.state.counts
+        waiting = counts is not None and counts["active"] > 0 and counts["running"] == 0
+        return (
+            waiting
+            and self.state.pool_id is not None
+            and self.state.job_state not in TERMINAL_JOB_STATES
+            and now - self.state.last_pool_check >= self.state.pool_check_interval
+        )
 
     def all_tasks_done(self) -> bool:
         counts = self.state.counts
@@ -177,8 +212,12 @@ def _streamed_filter(task_ids: list[str]) -> str:
     return " or ".join("id eq '{}'".format(task.replace("'", "''")) for task in task_ids)
 
 
-def watch_step(client: Any, watcher: JobWatcher, emit: Emit, *, max_bytes: int) -> bool:
-    """One poll with the sync client; True once the job is over and its output flushed."""
+def watch_step(client: Any, watcher: JobWatcher, emit: Emit, *, max_bytes: int, fallback: Any = None) -> bool:
+    """One poll with the sync client; True once the job is over and its output flushed.
+
+    Raises :class:`~airflow_provider_azbatch.utils.pool_health.PoolProblem` when the job waits for a
+    pool that cannot give it nodes.
+    """
     state = watcher.state
     before = state.counts
     progress = watcher.observe_counts(TaskCounts.from_sdk(client.get_job_task_counts(state.job_id)))
@@ -188,20 +227,38 @@ def watch_step(client: Any, watcher: JobWatcher, emit: Emit, *, max_bytes: int) 
     now = time.monotonic()
     if watcher.job_check_due(now, moved):
         job = client.get_job(state.job_id, select=["state", "executionInfo"])
-        watcher.observe_job(enum_value(job.state), getattr(job.execution_info, "termination_reason", None), now)
+        info = job.execution_info
+        watcher.observe_job(
+            enum_value(job.state), getattr(info, "termination_reason", None), now, getattr(info, "pool_id", None)
+        )
+    if watcher.pool_check_due(now):
+        state.last_pool_check = now
+        try:
+            check_pool(client, state.pool_id)
+        except PoolProblem as problem:
+            watcher.observe_pool(problem)
+        else:
+            watcher.observe_pool(None)
     refresh = watcher.tasks_to_refresh()
     if refresh and (moved or any(state.task_states.get(t) is None for t in refresh)):
         found = client.list_tasks(state.job_id, filter=_streamed_filter(refresh), select=["id", "state"])
         watcher.observe_task_states({task.id: enum_value(task.state) for task in found})
     for task, stream, final in watcher.streams_to_read():
         result = tail_file(
-            client, state.job_id, task, stream, watcher.cursor(task, stream), final=final, max_bytes=max_bytes
+            client,
+            state.job_id,
+            task,
+            stream,
+            watcher.cursor(task, stream),
+            final=final,
+            max_bytes=max_bytes,
+            fallback=fallback,
         )
         watcher.observe_tail(task, stream, result, emit)
     return watcher.job_over() and not any(final for _, _, final in watcher.streams_to_read())
 
 
-async def awatch_step(client: Any, watcher: JobWatcher, emit: Emit, *, max_bytes: int) -> bool:
+async def awatch_step(client: Any, watcher: JobWatcher, emit: Emit, *, max_bytes: int, fallback: Any = None) -> bool:
     """The same poll with the ``azure.batch.aio`` client (used by the trigger)."""
     state = watcher.state
     before = state.counts
@@ -212,14 +269,32 @@ async def awatch_step(client: Any, watcher: JobWatcher, emit: Emit, *, max_bytes
     now = time.monotonic()
     if watcher.job_check_due(now, moved):
         job = await client.get_job(state.job_id, select=["state", "executionInfo"])
-        watcher.observe_job(enum_value(job.state), getattr(job.execution_info, "termination_reason", None), now)
+        info = job.execution_info
+        watcher.observe_job(
+            enum_value(job.state), getattr(info, "termination_reason", None), now, getattr(info, "pool_id", None)
+        )
+    if watcher.pool_check_due(now):
+        state.last_pool_check = now
+        try:
+            await acheck_pool(client, state.pool_id)
+        except PoolProblem as problem:
+            watcher.observe_pool(problem)
+        else:
+            watcher.observe_pool(None)
     refresh = watcher.tasks_to_refresh()
     if refresh and (moved or any(state.task_states.get(t) is None for t in refresh)):
         found = client.list_tasks(state.job_id, filter=_streamed_filter(refresh), select=["id", "state"])
         watcher.observe_task_states({task.id: enum_value(task.state) async for task in found})
     for task, stream, final in watcher.streams_to_read():
         result = await atail_file(
-            client, state.job_id, task, stream, watcher.cursor(task, stream), final=final, max_bytes=max_bytes
+            client,
+            state.job_id,
+            task,
+            stream,
+            watcher.cursor(task, stream),
+            final=final,
+            max_bytes=max_bytes,
+            fallback=fallback,
         )
         watcher.observe_tail(task, stream, result, emit)
     return watcher.job_over() and not any(final for _, _, final in watcher.streams_to_read())

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from azure.core.exceptions import ResourceNotFoundError
 
@@ -22,6 +22,14 @@ STREAMS = (STDOUT, STDERR)
 MAX_LINE_BYTES = 64 * 1024
 # Decoding more than this in the trigger goes to a worker thread, off the event loop.
 OFFLOAD_BYTES = 64 * 1024
+
+
+class LogFallback(Protocol):
+    """Where a task's output can still be read once its node is gone (uploaded logs in Blob)."""
+
+    def size(self, job_id: str, task_id: str, file_name: str) -> int | None: ...
+
+    def read(self, job_id: str, task_id: str, file_name: str, start: int, end: int) -> bytes: ...
 
 
 @dataclass
@@ -118,17 +126,38 @@ def tail_file(
     *,
     final: bool = False,
     max_bytes: int = 1024 * 1024,
+    fallback: LogFallback | None = None,
 ) -> TailResult:
-    """New complete lines of a task file (sync ``BatchClient``). ``final``: the task has ended."""
+    """New complete lines of a task file (sync ``BatchClient``). ``final``: the task has ended.
+
+    When the file is gone and the task has ended (its node left the pool), ``fallback`` (the logs the
+    task uploaded to Blob) is read from the same position instead.
+    """
     try:
         props = client.get_task_file_properties(job_id, task_id, file_path)
     except ResourceNotFoundError:
+        if final and fallback is not None:
+            return _tail_fallback(fallback, job_id, task_id, file_path, cursor, max_bytes)
         return TailResult(cursor=StreamCursor(cursor.offset, cursor.created, done=final), missing=True)
     start, restarted, end = _plan(cursor, props.content_length or 0, _created_marker(props.creation_time), max_bytes)
     if end <= start.offset:
         return TailResult(cursor=StreamCursor(start.offset, start.created, done=final), restarted=restarted)
     data = b"".join(client.download_task_file(job_id, task_id, file_path, ocp_range=f"bytes={start.offset}-{end - 1}"))
     lines, new_cursor = _advance(start, data, final=final, at_end=end >= (props.content_length or 0))
+    return TailResult(lines, new_cursor, restarted)
+
+
+def _tail_fallback(
+    fallback: LogFallback, job_id: str, task_id: str, file_path: str, cursor: StreamCursor, max_bytes: int
+) -> TailResult:
+    size = fallback.size(job_id, task_id, file_path)
+    if size is None:
+        return TailResult(cursor=StreamCursor(cursor.offset, cursor.created, done=True), missing=True)
+    start, restarted, end = _plan(cursor, size, cursor.created, max_bytes)
+    if end <= start.offset:
+        return TailResult(cursor=StreamCursor(start.offset, start.created, done=True), restarted=restarted)
+    data = fallback.read(job_id, task_id, file_path, start.offset, end - 1)
+    lines, new_cursor = _advance(start, data, final=True, at_end=end >= size)
     return TailResult(lines, new_cursor, restarted)
 
 
@@ -141,53 +170,66 @@ async def atail_file(
     *,
     final: bool = False,
     max_bytes: int = 1024 * 1024,
+    fallback: Any = None,
 ) -> TailResult:
-    """The same as :func:`tail_file` with the ``azure.batch.aio`` client; decoding stays off the loop."""
+    """The same as :func:`tail_file` with the ``azure.batch.aio`` client; decoding stays off the loop.
+
+    ``fallback`` here has coroutine ``size``/``read`` methods (``AsyncBlobLogReader``).
+    """
     try:
         props = await client.get_task_file_properties(job_id, task_id, file_path)
     except ResourceNotFoundError:
+        if final and fallback is not None:
+            size = await fallback.size(job_id, task_id, file_path)
+            if size is None:
+                return TailResult(cursor=StreamCursor(cursor.offset, cursor.created, done=True), missing=True)
+            start, restarted, end = _plan(cursor, size, cursor.created, max_bytes)
+            if end <= start.offset:
+                return TailResult(cursor=StreamCursor(start.offset, start.created, done=True), restarted=restarted)
+            data = await fallback.read(job_id, task_id, file_path, start.offset, end - 1)
+            lines, new_cursor = await _aadvance(start, data, final=True, at_end=end >= size)
+            return TailResult(lines, new_cursor, restarted)
         return TailResult(cursor=StreamCursor(cursor.offset, cursor.created, done=final), missing=True)
     start, restarted, end = _plan(cursor, props.content_length or 0, _created_marker(props.creation_time), max_bytes)
     if end <= start.offset:
         return TailResult(cursor=StreamCursor(start.offset, start.created, done=final), restarted=restarted)
     stream = await client.download_task_file(job_id, task_id, file_path, ocp_range=f"bytes={start.offset}-{end - 1}")
     data = b"".join([chunk async for chunk in stream])
-    at_end = end >= (props.content_length or 0)
-    if len(data) > OFFLOAD_BYTES:
-        lines, new_cursor = await asyncio.to_thread(_advance, start, data, final=final, at_end=at_end)
-    else:
-        lines, new_cursor = _advance(start, data, final=final, at_end=at_end)
+    lines, new_cursor = await _aadvance(start, data, final=final, at_end=end >= (props.content_length or 0))
     return TailResult(lines, new_cursor, restarted)
 
 
+async def _aadvance(start: StreamCursor, data: bytes, *, final: bool, at_end: bool) -> tuple[list[str], StreamCursor]:
+    if len(data) > OFFLOAD_BYTES:
+        return await asyncio.to_thread(_advance, start, data, final=final, at_end=at_end)
+    return _advance(start, data, final=final, at_end=at_end)
+
+
 def last_lines(
-    client: Any, job_id: str, task_id: str, file_path: str, count: int, max_bytes: int = 256 * 1024
+    client: Any,
+    job_id: str,
+    task_id: str,
+    file_path: str,
+    count: int,
+    max_bytes: int = 256 * 1024,
+    fallback: LogFallback | None = None,
 ) -> list[str]:
     """The last ``count`` lines of a task file (for error messages), reading at most ``max_bytes``."""
     try:
         size = client.get_task_file_properties(job_id, task_id, file_path).content_length or 0
     except ResourceNotFoundError:
-        return []
+        if fallback is None:
+            return []
+        size = fallback.size(job_id, task_id, file_path) or 0
+        if size == 0:
+            return []
+        start = max(0, size - max_bytes)
+        return _last(fallback.read(job_id, task_id, file_path, start, size - 1), count, trimmed=start > 0)
     if size == 0:
         return []
     start = max(0, size - max_bytes)
     data = b"".join(client.download_task_file(job_id, task_id, file_path, ocp_range=f"bytes={start}-{size - 1}"))
     return _last(data, count, trimmed=start > 0)
-
-
-async def alast_lines(
-    client: Any, job_id: str, task_id: str, file_path: str, count: int, max_bytes: int = 256 * 1024
-) -> list[str]:
-    try:
-        size = (await client.get_task_file_properties(job_id, task_id, file_path)).content_length or 0
-    except ResourceNotFoundError:
-        return []
-    if size == 0:
-        return []
-    start = max(0, size - max_bytes)
-    stream = await client.download_task_file(job_id, task_id, file_path, ocp_range=f"bytes={start}-{size - 1}")
-    data = b"".join([chunk async for chunk in stream])
-    return await asyncio.to_thread(_last, data, count, trimmed=start > 0)
 
 
 def _last(data: bytes, count: int, *, trimmed: bool) -> list[str]:

@@ -3,7 +3,10 @@ deferrable DAG against the local Batch service, driven and checked through the R
 
 from __future__ import annotations
 
+import json
 import re
+import shutil
+import sqlite3
 from collections import Counter
 from pathlib import Path
 
@@ -28,16 +31,33 @@ def batch():
         yield service
 
 
+REGISTRY_PASSWORD = "registry-password-8c1e7f"
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory, batch):
+    # The deployment's DAGs: the example deferrable DAG and the checks in tests/airflow_run/dags.
+    dags = tmp_path_factory.mktemp("dags")
+    shutil.copy(ROOT / "example_dags" / f"{DAG_ID}.py", dags)
+    shutil.copy(Path(__file__).parent / "dags" / "azbatch_cluster_checks.py", dags)
+    registry = {
+        "conn_type": "generic",
+        "host": "registry.example.test",
+        "login": "puller",
+        "password": REGISTRY_PASSWORD,
+    }
     cluster = AirflowCluster(
         tmp_path_factory.mktemp("airflow-run"),
-        ROOT / "example_dags",
-        {"AIRFLOW_CONN_AZBATCH_DEFAULT": azbatch_connection_json(batch)},
+        dags,
+        {
+            "AIRFLOW_CONN_AZBATCH_DEFAULT": azbatch_connection_json(batch),
+            "AIRFLOW_CONN_TEST_REGISTRY": json.dumps(registry),
+        },
     )
     try:
         cluster.start()
-        cluster.wait_for_dag(DAG_ID)
+        for dag_id in (DAG_ID, "azbatch_shared_pool_race", "azbatch_registry_secret"):
+            cluster.wait_for_dag(dag_id)
         yield cluster
     finally:
         cluster.stop()
@@ -128,3 +148,58 @@ def test_marking_a_deferred_task_failed_terminates_its_job(cluster, batch_client
         what="the Batch job terminated",
     )
     assert job.execution_info.termination_reason == "AirflowTaskKilled"
+
+
+def test_two_tasks_racing_for_one_shared_pool_create_it_once(cluster, batch_client):
+    run_id = cluster.trigger("azbatch_shared_pool_race")
+    wait_until(
+        lambda: cluster.run_state("azbatch_shared_pool_race", run_id) in ("success", "failed"), timeout=180, interval=1
+    )
+    assert cluster.run_state("azbatch_shared_pool_race", run_id) == "success"
+    assert [pool.id for pool in batch_client.list_pools() if pool.id == "race-pool"] == ["race-pool"]
+    logs = cluster.task_log("azbatch_shared_pool_race", run_id, "first") + cluster.task_log(
+        "azbatch_shared_pool_race", run_id, "second"
+    )
+    # Whoever lost the race found the pool the other one created, and said so.
+    assert logs.count("Created shared pool race-pool (standard_f2s_v2)") == 1
+    assert logs.count("Using shared pool race-pool") == 1
+
+
+def _stored_trigger_kwargs(cluster) -> list[str]:
+    from cryptography.fernet import Fernet
+
+    fernet = Fernet(cluster.env["AIRFLOW__CORE__FERNET_KEY"].encode())
+    with sqlite3.connect(cluster.home / "airflow.db") as db:
+        rows = [row[0] for row in db.execute("SELECT kwargs FROM trigger")]
+    return [row if row.startswith("{") else fernet.decrypt(row.encode()).decode() for row in rows]
+
+
+def test_registry_password_is_nowhere_to_be_seen(cluster, batch_client):
+    dag_id, task_id = "azbatch_registry_secret", "private_image"
+    run_id = cluster.trigger(dag_id)
+    wait_until(lambda: cluster.task_state(dag_id, run_id, task_id) == "deferred", timeout=120, interval=1)
+    stored = wait_until(lambda: _stored_trigger_kwargs(cluster), timeout=30, what="the stored trigger")
+    assert stored
+    assert all(REGISTRY_PASSWORD not in kwargs for kwargs in stored)
+    assert any(
+        "container-pool" in kwargs or "private_image" in kwargs or "azbatch_registry_secret" in kwargs
+        for kwargs in stored
+    )
+    wait_until(lambda: cluster.run_state(dag_id, run_id) in ("success", "failed"), timeout=180, interval=1)
+    assert cluster.run_state(dag_id, run_id) == "success"
+    log = cluster.task_log(dag_id, run_id, task_id)
+    assert "[main] container step 12" in log
+    assert not any(REGISTRY_PASSWORD in line for line in log)
+    entries = cluster.api("GET", f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/xcomEntries")["xcom_entries"]
+    assert entries
+    for entry in entries:
+        value = cluster.api(
+            "GET", f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/xcomEntries/{entry['key']}"
+        )
+        assert REGISTRY_PASSWORD not in json.dumps(value)
+    # The Batch service keeps the password to pull the image, but never returns it.
+    job_id = default_job_id(dag_id, task_id, run_id, -1)
+    task = batch_client.get_task(job_id, "main")
+    assert task.container_settings.registry.registry_server == "registry.example.test"
+    assert task.container_settings.registry.password is None
+    assert REGISTRY_PASSWORD not in json.dumps(batch_client.get_pool("container-pool").as_dict())

@@ -15,7 +15,10 @@ from airflow_provider_azbatch.utils.job_spec import (
     parse_tasks,
 )
 
-KNOWN = "id, command_line, environment, max_retries, max_wall_clock, depends_on, required_slots, display_name"
+KNOWN = (
+    "id, command_line, environment, max_retries, max_wall_clock, depends_on, required_slots, display_name, image, "
+    "num_nodes, coordination_command, inputs, outputs"
+)
 
 
 def _parse_error(value) -> str:
@@ -193,7 +196,7 @@ def test_command_gives_one_task():
 
 
 def test_command_and_tasks():
-    assert _tasks_error("echo", [_task()]) == "give either command or tasks, not both"
+    assert _tasks_error("echo", [_task()]) == "give one of command, tasks or command_template, not command and tasks"
 
 
 @pytest.mark.parametrize("command", ["", "  ", 7])
@@ -204,7 +207,8 @@ def test_empty_command(command):
 @pytest.mark.parametrize("tasks", [None, [], ()])
 def test_nothing_to_run(tasks):
     assert _tasks_error(None, tasks) == (
-        "nothing to run: give command (one task) or tasks (a list of task definitions)"
+        "nothing to run: give command (one task), tasks (a list of task definitions) or command_template with "
+        "parameters (one task per parameter)"
     )
 
 

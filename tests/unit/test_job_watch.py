@@ -289,6 +289,11 @@ def test_watch_state_json_round_trip():
         "job_state": "active",
         "terminate_reason": None,
         "last_job_check": 42.0,
+        "pool_id": None,
+        "last_pool_check": 0.0,
+        "pool_check_interval": 30.0,
+        "pool_suspect": False,
+        "log_location": None,
     }
     assert restored == watcher.state
     # The restored watcher decides the same way.

@@ -24,7 +24,7 @@ else:  # pragma: no cover
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG_TYPES = {"string": str, "integer": int, "float": float, "boolean": None}
-SECRET_FIELDS = {"client_secret", "client_certificate_password"}
+SECRET_FIELDS = {"client_secret", "client_certificate_password", "storage_account_key"}
 
 
 @pytest.fixture
@@ -95,6 +95,8 @@ def test_every_config_option_is_documented(info):
         "max_streamed_tasks",
         "failure_tail_lines",
         "max_read_bytes",
+        "sas_hours",
+        "pool_check_interval",
     }
     for name, option in options.items():
         assert isinstance(option["description"], str), name
@@ -120,6 +122,7 @@ def test_every_config_option_is_documented(info):
         ("max_streamed_tasks", config.get_int, "20", 20),
         ("failure_tail_lines", config.get_int, "30", 30),
         ("max_read_bytes", config.get_int, "1048576", 1048576),
+        ("sas_hours", config.get_float, "24", 24.0),
     ],
 )
 def test_getters_fall_back_to_the_documented_defaults(option, getter, documented, expected, clean_azbatch_env):
@@ -167,6 +170,8 @@ def test_every_connection_field_is_read():
         "ca_bundle": "/ca.pem",
         "subscription_id": "sub",
         "resource_group": "rg",
+        "storage_account_url": "https://store.blob.core.windows.net",
+        "storage_account_key": "c3RvcmFnZS1rZXk=",
     }
     assert set(values) == set(CONN_FIELDS)
 

@@ -1,0 +1,198 @@
+"""Blob storage next to a Batch account: least-privilege SAS for tasks, and reading uploaded logs.
+
+Tasks get container URLs with short-lived SAS tokens: read+list on the containers they download from,
+create+write on the containers they upload to (they can neither read nor delete there). The tokens
+are signed with the storage account key, or with a user delegation key obtained through the
+connection's Entra ID credential. The hook itself reads blobs (uploaded task logs) with the account
+key or that credential, never with a task's SAS.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+from azure.core.credentials import AzureNamedKeyCredential
+from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
+from azure.storage.blob import BlobServiceClient, ContainerSasPermissions, generate_container_sas
+
+from airflow_provider_azbatch.hooks.connection import AuthMethod, BatchConnectionSettings
+from airflow_provider_azbatch.hooks.credentials import build_credential
+
+# Clock skew allowance: a SAS valid from "now" can be refused by a node whose clock runs behind.
+_SKEW = timedelta(minutes=5)
+
+
+class StorageNotConfiguredError(ValueError):
+    pass
+
+
+def storage_account_name(url: str) -> str:
+    """``https://acct.blob.core.windows.net`` → ``acct``; emulator style ``http://host:port/acct`` → ``acct``."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    path_account = parts.path.strip("/").split("/")[0]
+    try:
+        ipaddress.ip_address(host)
+        is_ip = True
+    except ValueError:
+        is_ip = host == "localhost"
+    return path_account if is_ip and path_account else host.split(".")[0]
+
+
+@dataclass
+class BlobStorage:
+    """The storage account of a connection (``storage_account_url`` / ``storage_account_key``)."""
+
+    settings: BatchConnectionSettings
+
+    @classmethod
+    def from_settings(cls, settings: BatchConnectionSettings, needed_for: str) -> BlobStorage:
+        if not settings.storage_account_url:
+            raise StorageNotConfiguredError(
+                f"{needed_for} needs Blob storage: set storage_account_url (and storage_account_key, or use an "
+                f"Entra ID auth_method) on connection '{settings.conn_id}'"
+            )
+        if not settings.storage_account_key and settings.auth_method is AuthMethod.SHARED_KEY:
+            raise StorageNotConfiguredError(
+                f"{needed_for} needs a way to sign SAS tokens: set storage_account_key on connection "
+                f"'{settings.conn_id}' (or use an Entra ID auth_method)"
+            )
+        return cls(settings)
+
+    @property
+    def account_url(self) -> str:
+        assert self.settings.storage_account_url
+        return self.settings.storage_account_url.rstrip("/")
+
+    @property
+    def account_name(self) -> str:
+        return storage_account_name(self.account_url)
+
+    def _credential(self, asynchronous: bool = False) -> Any:
+        if self.settings.storage_account_key:
+            return AzureNamedKeyCredential(self.account_name, self.settings.storage_account_key)
+        return build_credential(self.settings, asynchronous=asynchronous)
+
+    def service_client(self) -> BlobServiceClient:
+        kwargs = {"connection_verify": self.settings.ca_bundle} if self.settings.ca_bundle else {}
+        return BlobServiceClient(self.account_url, credential=self._credential(), **kwargs)
+
+    @contextlib.asynccontextmanager
+    async def async_service(self) -> AsyncIterator[Any]:
+        """An aio storage client, closed with its credential afterwards."""
+        from azure.storage.blob.aio import BlobServiceClient as AsyncBlobServiceClient
+
+        kwargs = {"connection_verify": self.settings.ca_bundle} if self.settings.ca_bundle else {}
+        credential = self._credential(asynchronous=True)
+        try:
+            async with AsyncBlobServiceClient(self.account_url, credential=credential, **kwargs) as service:
+                yield service
+        finally:
+            close = getattr(credential, "close", None)
+            if close is not None:
+                await close()
+
+    def container_url(self, container: str) -> str:
+        return f"{self.account_url}/{quote(container)}"
+
+    def ensure_container(self, container: str) -> None:
+        with self.service_client() as service, contextlib.suppress(ResourceExistsError):
+            service.create_container(container)
+
+    def _sas(self, container: str, permission: ContainerSasPermissions, lifetime: timedelta) -> str:
+        now = datetime.now(timezone.utc)
+        start, expiry = now - _SKEW, now + lifetime
+        if self.settings.storage_account_key:
+            return generate_container_sas(
+                self.account_name,
+                container,
+                account_key=self.settings.storage_account_key,
+                permission=permission,
+                start=start,
+                expiry=expiry,
+            )
+        with self.service_client() as service:
+            key = service.get_user_delegation_key(start, expiry)
+        return generate_container_sas(
+            self.account_name, container, user_delegation_key=key, permission=permission, start=start, expiry=expiry
+        )
+
+    def read_url(self, container: str, lifetime: timedelta) -> str:
+        """Container URL a task can list and download from, and nothing else."""
+        sas = self._sas(container, ContainerSasPermissions(read=True, list=True), lifetime)
+        return f"{self.container_url(container)}?{sas}"
+
+    def write_url(self, container: str, lifetime: timedelta) -> str:
+        """Container URL a task can create and write blobs in; it cannot read, list or delete."""
+        sas = self._sas(container, ContainerSasPermissions(write=True, create=True), lifetime)
+        return f"{self.container_url(container)}?{sas}"
+
+
+@dataclass(frozen=True)
+class LogLocation:
+    """Where a job's task logs are uploaded: ``<container>/<prefix>/<job>/<task>/stdout.txt``."""
+
+    container: str
+    prefix: str
+
+    def path(self, job_id: str, task_id: str) -> str:
+        return "/".join(part for part in (self.prefix.strip("/"), job_id, task_id) if part)
+
+    def blob(self, job_id: str, task_id: str, file_name: str) -> str:
+        return f"{self.path(job_id, task_id)}/{file_name}"
+
+    def to_json(self) -> dict[str, str]:
+        return {"container": self.container, "prefix": self.prefix}
+
+    @classmethod
+    def from_json(cls, data: dict[str, str] | None) -> LogLocation | None:
+        return cls(data["container"], data["prefix"]) if data else None
+
+
+class BlobLogReader:
+    """Reads uploaded task logs (sync) with the hook's own storage access."""
+
+    def __init__(self, storage: BlobStorage, location: LogLocation) -> None:
+        self._storage = storage
+        self._location = location
+
+    def size(self, job_id: str, task_id: str, file_name: str) -> int | None:
+        with self._storage.service_client() as service:
+            blob = service.get_blob_client(self._location.container, self._location.blob(job_id, task_id, file_name))
+            try:
+                return blob.get_blob_properties().size
+            except ResourceNotFoundError:
+                return None
+
+    def read(self, job_id: str, task_id: str, file_name: str, start: int, end: int) -> bytes:
+        with self._storage.service_client() as service:
+            blob = service.get_blob_client(self._location.container, self._location.blob(job_id, task_id, file_name))
+            return blob.download_blob(offset=start, length=end - start + 1).readall()
+
+
+class AsyncBlobLogReader:
+    """The same with the aio storage client (for the trigger)."""
+
+    def __init__(self, storage: BlobStorage, location: LogLocation) -> None:
+        self._storage = storage
+        self._location = location
+
+    async def size(self, job_id: str, task_id: str, file_name: str) -> int | None:
+        async with self._storage.async_service() as service:
+            blob = service.get_blob_client(self._location.container, self._location.blob(job_id, task_id, file_name))
+            try:
+                return (await blob.get_blob_properties()).size
+            except ResourceNotFoundError:
+                return None
+
+    async def read(self, job_id: str, task_id: str, file_name: str, start: int, end: int) -> bytes:
+        async with self._storage.async_service() as service:
+            blob = service.get_blob_client(self._location.container, self._location.blob(job_id, task_id, file_name))
+            stream = await blob.download_blob(offset=start, length=end - start + 1)
+            return await stream.readall()

@@ -1,0 +1,32 @@
+"""DAGs the real-Airflow tests run besides the examples: tasks racing to create one shared pool, and
+a container task whose private registry credentials come from a connection."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from airflow.sdk import DAG
+
+from airflow_provider_azbatch.operators.job import AzureBatchJobOperator
+from airflow_provider_azbatch.utils.pool_strategy import BatchPool
+
+with DAG("azbatch_shared_pool_race", schedule=None, start_date=datetime(2026, 1, 1), catchup=False) as race:
+    for name in ("first", "second"):
+        AzureBatchJobOperator(
+            task_id=name,
+            batch_pool=BatchPool.shared("race-pool", requirements={"cpus": 1}, max_nodes=1, autoscale=False),
+            command=f"echo {name} ran",
+            poll_interval=0.5,
+        )
+
+with DAG("azbatch_registry_secret", schedule=None, start_date=datetime(2026, 1, 1), catchup=False) as registry:
+    AzureBatchJobOperator(
+        task_id="private_image",
+        batch_pool=BatchPool.shared("container-pool", requirements={"cpus": 1}, max_nodes=1, autoscale=False),
+        image="registry.example.test/team/trainer:1.0",
+        registry_conn_id="test_registry",
+        container_run_options="--shm-size 1g",
+        command="for i in $(seq 1 12); do echo container step $i; sleep 0.5; done",
+        deferrable=True,
+        poll_interval=0.5,
+    )

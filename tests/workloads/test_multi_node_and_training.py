@@ -1,0 +1,85 @@
+"""Multi-node tasks through the operator, and the training-pipeline example DAG end to end."""
+
+from __future__ import annotations
+
+import importlib.util
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from airflow.sdk import DAG
+from azure.storage.blob import BlobServiceClient
+
+from airflow_provider_azbatch.hooks.batch import AzureBatchHook
+from airflow_provider_azbatch.operators.job import AzureBatchJobOperator
+from airflow_provider_azbatch.utils.pool_strategy import BatchPool
+from tests.airflow_helpers import run_dag
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+START = datetime(2026, 1, 1)
+ENV = "AZ_BATCH_MASTER_NODE AZ_BATCH_HOST_LIST AZ_BATCH_NODE_LIST AZ_BATCH_IS_CURRENT_NODE_MASTER AZ_BATCH_NODE_ID"
+
+
+def test_a_two_node_task_sees_the_right_environment_on_both_nodes(airflow_db, azbatch_default, batch_client):
+    coordination = " ; ".join(f'echo "{name}=${name}"' for name in ENV.split())
+    with DAG("two_nodes", schedule=None, start_date=START) as dag:
+        AzureBatchJobOperator(
+            task_id="mpi",
+            # A pool that stays after the job (an auto-pool would take the subtask's node away with it).
+            batch_pool=BatchPool.shared("two-node-pool", requirements={"cpus": 1}, max_nodes=2, autoscale=False),
+            num_nodes=2,
+            coordination_command=coordination,
+            command='echo "launching on $AZ_BATCH_HOST_LIST via $AZ_BATCH_MASTER_NODE"',
+            poll_interval=0.3,
+        )
+    run, logs = run_dag(dag)
+    assert run.state == "success"
+    job_id = next(line.split()[3] for line in logs if line.startswith("Submitting Batch job"))
+    # The primary's output (coordination, then the application) is streamed.
+    primary = dict(line[len("[main] ") :].split("=", 1) for line in logs if line.startswith("[main] AZ_BATCH"))
+    hosts = primary["AZ_BATCH_HOST_LIST"].split(",")
+    assert len(hosts) == 2
+    assert primary["AZ_BATCH_MASTER_NODE"] == f"{hosts[0]}:6000"
+    assert primary["AZ_BATCH_NODE_LIST"] == ";".join(hosts)
+    assert primary["AZ_BATCH_IS_CURRENT_NODE_MASTER"] == "true"
+    assert f"[main] launching on {','.join(hosts)} via {hosts[0]}:6000" in logs
+    # The other node's (the subtask's) output is reachable too.
+    outputs = AzureBatchHook().subtask_outputs(job_id, "main")
+    assert list(outputs) == [1]
+    other = dict(line.split("=", 1) for line in outputs[1].decode().splitlines())
+    assert other["AZ_BATCH_HOST_LIST"] == primary["AZ_BATCH_HOST_LIST"]
+    assert other["AZ_BATCH_MASTER_NODE"] == primary["AZ_BATCH_MASTER_NODE"]
+    assert other["AZ_BATCH_IS_CURRENT_NODE_MASTER"] == "false"
+    assert other["AZ_BATCH_NODE_ID"] != primary["AZ_BATCH_NODE_ID"]
+
+
+def _load_example(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "example_dags" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(module)
+    return module.dag
+
+
+@pytest.mark.azurite
+def test_training_pipeline_example_runs_green(airflow_db, azbatch_with_storage, azurite):
+    dag = _load_example("example_azbatch_training")
+    run, logs = run_dag(dag)
+    assert run.state == "success", "\n".join(logs[-40:])
+    assert {ti.task_id: ti.state for ti in run.get_task_instances()} == {
+        "stage_code": "success",
+        "prepare": "success",
+        "train": "success",
+        "evaluate": "success",
+    }
+    assert "[shard-0] shard 0/4: wrote 500 samples" in logs
+    assert any(line.startswith("[main] launch: torchrun --nnodes=2 --rdzv_endpoint=") for line in logs)
+    assert any(line.startswith("[main] node ready: master=") and line.endswith("is_master=true") for line in logs)
+    assert "[main] training on 2000 samples" in logs
+    assert "[main] model from 2 nodes, 2000 samples: w=" in "\n".join(logs)
+    mae = next(line for line in logs if line.startswith("[main] mean absolute error"))
+    assert float(mae.split()[-1]) < 1.0
+    service = BlobServiceClient(azurite.url, credential={"account_name": azurite.account, "account_key": azurite.key})
+    models = [blob.name for blob in service.get_container_client("models").list_blobs(name_starts_with="runs/")]
+    assert any(name.endswith("/model.json") for name in models)
+    service.close()
