@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from airflow.sdk import DAG, task
+from airflow.sdk import DAG
 
 from airflow_provider_azbatch.operators.job import AzureBatchJobOperator
+from airflow_provider_azbatch.utils.pool_strategy import BatchPool
 
-POOL_ID = "azbatch-demo"
+DEMO_POOL = BatchPool.shared(
+    "azbatch-demo", requirements={"cpus": 1}, max_nodes=2, autoscale=False, task_slots_per_node=2
+)
 
 # A stand-in for a training run: a numbered progress line every quarter second.
 TRAIN = 'for step in $(seq 1 {steps}); do echo "step $step/{steps} loss $((1000 / step))"; sleep 0.25; done'
@@ -28,32 +31,9 @@ with DAG(
     params={"steps": 80},
     tags=["azure-batch", "example", "deferrable"],
 ) as dag:
-
-    @task
-    def ensure_pool() -> str:
-        from azure.batch import models
-
-        from airflow_provider_azbatch.hooks.batch import AzureBatchHook
-
-        AzureBatchHook().create_pool_if_missing(
-            models.BatchPoolCreateOptions(
-                id=POOL_ID,
-                vm_size="standard_d2s_v3",
-                virtual_machine_configuration=models.VirtualMachineConfiguration(
-                    image_reference=models.BatchVmImageReference(
-                        publisher="canonical", offer="0001-com-ubuntu-server-jammy", sku="22_04-lts"
-                    ),
-                    node_agent_sku_id="batch.node.ubuntu 22.04",
-                ),
-                target_dedicated_nodes=2,
-                task_slots_per_node=2,
-            )
-        )
-        return POOL_ID
-
     train = AzureBatchJobOperator(
         task_id="train",
-        pool_id=POOL_ID,
+        batch_pool=DEMO_POOL,
         tasks=[{"id": "train", "command_line": TRAIN.replace("{steps}", "{{ params.steps }}")}],
         deferrable=True,
         poll_interval=1,
@@ -61,5 +41,3 @@ with DAG(
         execution_timeout=timedelta(hours=2),
         on_finish_action="delete_succeeded_job",
     )
-
-    ensure_pool() >> train

@@ -1,4 +1,4 @@
-"""A small Azure Batch pipeline: make sure a pool exists, run three tasks on it, report their results.
+"""A small Azure Batch pipeline: run three tasks on a shared pool, report their results.
 
 Runs as is against the local Batch service (``make demo`` points the ``azbatch_default``
 connection at it) and against a real Batch account by changing only that connection.
@@ -11,8 +11,11 @@ from datetime import datetime
 from airflow.sdk import DAG, task
 
 from airflow_provider_azbatch.operators.job import AzureBatchJobOperator
+from airflow_provider_azbatch.utils.pool_strategy import BatchPool
 
-POOL_ID = "azbatch-demo"
+DEMO_POOL = BatchPool.shared(
+    "azbatch-demo", requirements={"cpus": 1}, max_nodes=2, autoscale=False, task_slots_per_node=2
+)
 
 with DAG(
     dag_id="example_azbatch_hello",
@@ -22,41 +25,17 @@ with DAG(
     catchup=False,
     tags=["azure-batch", "example"],
 ) as dag:
-
-    @task
-    def ensure_pool() -> str:
-        from azure.batch import models
-
-        from airflow_provider_azbatch.hooks.batch import AzureBatchHook
-
-        hook = AzureBatchHook()
-        created = hook.create_pool_if_missing(
-            models.BatchPoolCreateOptions(
-                id=POOL_ID,
-                vm_size="standard_d2s_v3",
-                virtual_machine_configuration=models.VirtualMachineConfiguration(
-                    image_reference=models.BatchVmImageReference(
-                        publisher="canonical", offer="0001-com-ubuntu-server-jammy", sku="22_04-lts"
-                    ),
-                    node_agent_sku_id="batch.node.ubuntu 22.04",
-                ),
-                target_dedicated_nodes=2,
-                task_slots_per_node=2,
-            )
-        )
-        print(f"pool {POOL_ID}: {'created' if created else 'already there'}")
-        return POOL_ID
-
     shards = AzureBatchJobOperator(
         task_id="process_shards",
-        pool_id=POOL_ID,
+        # Created on first use (from what the tasks need), then shared by every run.
+        batch_pool=DEMO_POOL,
         tasks=[
             {
                 "id": f"shard-{n}",
                 "command_line": (
                     f'for i in 1 2 3 4 5; do echo "shard {n}: processed record $i on $AZ_BATCH_NODE_ID"; '
-                    'sleep 0.3; done; echo "shard {n}: done" >&2'
-                ).replace("{n}", str(n)),
+                    f'sleep 0.3; done; echo "shard {n}: done" >&2'
+                ),
                 "environment": {"SHARD": str(n)},
             }
             for n in range(1, 4)
@@ -70,5 +49,4 @@ with DAG(
         for task_id, outcome in sorted(results["tasks"].items()):
             print(f"{task_id}: exit code {outcome['exit_code']} ({outcome['result']})")
 
-    ensure_pool() >> shards
     report(shards.output)

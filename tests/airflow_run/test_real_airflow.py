@@ -116,6 +116,7 @@ def test_a_triggerer_restart_loses_no_line(cluster):
     steps = _steps(log)
     assert set(steps) == set(range(1, 101))  # nothing lost
     repeated = sum(count - 1 for count in steps.values())
+    print(f"triggerer restart: {repeated} repeated lines of 100")
     # The new triggerer starts from the last checkpoint: at most one poll's lines may repeat.
     assert repeated <= 8, f"{repeated} lines repeated"
     assert any(f"Resuming Batch job {_job_id(run_id)} output from the last checkpoint" in line for line in log)

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from airflow_provider_azbatch.emulator.model.base import ServiceBase
-from airflow_provider_azbatch.emulator.runner.environment import task_environment
 from airflow_provider_azbatch.emulator.runner.process import (
     ProcessOutcome,
     ProcessSpec,
@@ -185,24 +184,14 @@ class Execution(ServiceBase):
                 f"[local Batch service] containerSettings.imageName={container.get('imageName')!s}: no container "
                 "engine is used here; the command runs on the host.\n"
             )
-        return ProcessSpec(
+        return self._node_process(
+            node,
+            job_id=job.id,
+            task_id=task.id,
+            task_dir=task_dir,
             command_line=command_line,
-            cwd=task_dir / "wd",
-            env=task_environment(
-                account_name=self.settings.account_name,
-                account_url=self.base_url,
-                pool_id=node.pool.id,
-                node_id=node.id,
-                node=node.dirs,
-                job_id=job.id,
-                task_id=task.id,
-                task_dir=task_dir,
-                is_dedicated=node.is_dedicated,
-                user_settings=settings,
-                extra=variables,
-            ),
-            stdout=task_dir / "stdout.txt",
-            stderr=task_dir / "stderr.txt",
+            settings=settings,
+            extra=variables,
             wall_clock_seconds=wall_clock_seconds,
             stderr_preamble=preamble,
             append=append,
@@ -258,23 +247,13 @@ class Execution(ServiceBase):
         settings = list(job.spec.get("commonEnvironmentSettings") or []) + list(side.get("environmentSettings") or [])
         wall = side.get("maxWallClockTime") or side.get("constraints", {}).get("maxWallClockTime")
         seconds = parse_duration(wall).total_seconds() if wall and not wall.startswith("P10675199D") else None
-        spec = ProcessSpec(
+        spec = self._node_process(
+            node,
+            job_id=job.id,
+            task_id=side["id"],
+            task_dir=task_dir,
             command_line=side["commandLine"],
-            cwd=task_dir / "wd",
-            env=task_environment(
-                account_name=self.settings.account_name,
-                account_url=self.base_url,
-                pool_id=node.pool.id,
-                node_id=node.id,
-                node=node.dirs,
-                job_id=job.id,
-                task_id=side["id"],
-                task_dir=task_dir,
-                is_dedicated=node.is_dedicated,
-                user_settings=settings,
-            ),
-            stdout=task_dir / "stdout.txt",
-            stderr=task_dir / "stderr.txt",
+            settings=settings,
             wall_clock_seconds=seconds,
         )
         return await self.runner.run(spec, RunHandle())

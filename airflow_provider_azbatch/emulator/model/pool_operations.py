@@ -17,9 +17,7 @@ from airflow_provider_azbatch.emulator.rest.errors import (
     invalid_property,
     not_found,
 )
-from airflow_provider_azbatch.emulator.runner.environment import task_environment
 from airflow_provider_azbatch.emulator.runner.process import (
-    ProcessSpec,
     RunHandle,
 )
 
@@ -433,23 +431,13 @@ class PoolOperations(ServiceBase):
         while True:
             info: dict[str, Any] = {"state": "running", "startTime": iso(utcnow()), "retryCount": retry}
             node.start_task_info = info
-            spec = ProcessSpec(
+            spec = self._node_process(
+                node,
+                job_id=None,
+                task_id="starttask",
+                task_dir=node.dirs.startup,
                 command_line=start_task["commandLine"],
-                cwd=node.dirs.startup / "wd",
-                env=task_environment(
-                    account_name=self.settings.account_name,
-                    account_url=self.base_url,
-                    pool_id=node.pool.id,
-                    node_id=node.id,
-                    node=node.dirs,
-                    job_id=None,
-                    task_id="starttask",
-                    task_dir=node.dirs.startup,
-                    is_dedicated=node.is_dedicated,
-                    user_settings=start_task.get("environmentSettings") or [],
-                ),
-                stdout=node.dirs.startup / "stdout.txt",
-                stderr=node.dirs.startup / "stderr.txt",
+                settings=start_task.get("environmentSettings") or [],
             )
             outcome = await self.runner.run(spec, RunHandle())
             info.update(state="completed", endTime=iso(outcome.end_time))
