@@ -82,9 +82,10 @@ class AzureBatchHook(BaseHook):
 
     @cached_property
     def client(self) -> BatchClient:
-        return self._new_client()
+        return self.new_client()
 
-    def _new_client(self, **overrides: Any) -> BatchClient:
+    def new_client(self, **overrides: Any) -> BatchClient:
+        """A sync client with its own connection pool (``client`` is the hook's shared one)."""
         settings = self.settings
         return BatchClient(settings.account_url, build_credential(settings), **client_kwargs(settings), **overrides)
 
@@ -158,10 +159,12 @@ class AzureBatchHook(BaseHook):
         description["taskCounts"] = self.get_task_counts(job_id).to_json()
         return description
 
-    def terminate_job(self, job_id: str, reason: str = "UserTerminate", *, wait: bool = False) -> bool:
+    def terminate_job(
+        self, job_id: str, reason: str = "UserTerminate", *, wait: bool = False, client: BatchClient | None = None
+    ) -> bool:
         """Terminate the job (running tasks are killed). False if it had already ended or is gone."""
         try:
-            poller = self.client.begin_terminate_job(
+            poller = (client or self.client).begin_terminate_job(
                 job_id, BatchJobTerminateOptions(termination_reason=reason), polling_interval=LRO_POLL_SECONDS
             )
         except ResourceNotFoundError:
@@ -287,7 +290,7 @@ class AzureBatchHook(BaseHook):
             settings = self.settings
         except ConnectionConfigError as exc:
             return False, str(exc)
-        client = self._new_client(retry_total=0)
+        client = self.new_client(retry_total=0)
         try:
             next(iter(client.list_jobs(max_results=1)), None)
         except ServiceRequestError as exc:

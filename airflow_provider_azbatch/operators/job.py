@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import logging
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta, timezone
@@ -16,25 +16,32 @@ from airflow_provider_azbatch import config
 from airflow_provider_azbatch.hooks.batch import AzureBatchHook, describe_error
 from airflow_provider_azbatch.links.job import LINK_XCOM_KEY, AzureBatchJobLink
 from airflow_provider_azbatch.triggers.job import DEFAULT_MAX_OUTAGE_SECONDS, AzureBatchJobTrigger
-from airflow_provider_azbatch.utils.job_ids import attempt_job_id, check_job_id, default_job_id
+from airflow_provider_azbatch.utils.job_ids import check_job_id, default_job_id
 from airflow_provider_azbatch.utils.job_results import collect_outcomes, failure_report
-from airflow_provider_azbatch.utils.job_spec import JobSubmission, TaskExtras, TaskSpec, TaskSpecError, parse_tasks
+from airflow_provider_azbatch.utils.job_spec import JobSubmission, TaskSpec, TaskSpecError, parse_tasks
 from airflow_provider_azbatch.utils.job_watch import JobWatcher, WatchState, enum_value, watch_step
 from airflow_provider_azbatch.utils.pool_health import PoolProblem
-from airflow_provider_azbatch.utils.pool_strategy import BatchPool, PoolStrategyError
+from airflow_provider_azbatch.utils.pool_strategy import BatchPool
+from airflow_provider_azbatch.utils.reattach import remember_job, remembered_job, submit_or_reattach
+from airflow_provider_azbatch.utils.submission import (
+    BlobOptions,
+    ContainerOptions,
+    SubmissionError,
+    prepare_pool,
+    task_extras,
+)
 from airflow_provider_azbatch.utils.task_io import parse_inputs, parse_outputs
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
-ACTIVE_JOB_STATES = ("active", "disabling", "disabled", "enabling")
 # Job metadata naming where its tasks' logs are uploaded: "<container>/<prefix>".
 LOGS_METADATA_KEY = "azbatch-logs"
 ON_FINISH_ACTIONS = ("keep_job", "delete_job", "delete_succeeded_job")
-# Where a try remembers the job it watches (Airflow >= 3.3 task state store), across worker crashes.
-STATE_STORE_KEY = "azbatch_job_id"
 # The trigger's own timeout fires this long before Airflow's deferral timeout would.
 TIMEOUT_PADDING = timedelta(seconds=60)
+# How long the wait loop lets on_kill's terminate request finish before it sends its own.
+KILL_THREAD_WAIT_SECONDS = 30
 
 
 def _default_deferrable() -> bool:
@@ -223,6 +230,8 @@ class AzureBatchJobOperator(BaseOperator):
                 f"on_finish_action must be one of {', '.join(ON_FINISH_ACTIONS)}, got {on_finish_action!r}"
             )
         self._submitted_job_id: str | None = None
+        self._killed = False
+        self._kill_thread: threading.Thread | None = None
 
     @cached_property
     def hook(self) -> AzureBatchHook:
@@ -232,7 +241,20 @@ class AzureBatchJobOperator(BaseOperator):
     def execute(self, context: Context) -> dict[str, Any]:
         hook = self.hook
         submission = self._submission(context, hook)
-        job_id, finished = self._submit_or_reattach(hook, submission, context)
+        attachment = submit_or_reattach(
+            hook,
+            submission,
+            remembered=remembered_job(context),
+            remember=lambda job_id: remember_job(context, job_id),
+            force_new=self.force_new_job,
+            log=self.log,
+            claim=self._claim,
+        )
+        job_id, finished = attachment.job_id, attachment.finished
+        if self._killed:
+            # Killed while submitting: the job may have been created after on_kill looked for it.
+            self._end_killed_job(job_id)
+            raise AirflowException(f"The task was killed while submitting Batch job {job_id}; the job was terminated")
         self._publish_job(context, job_id)
         watcher = self._watcher(job_id, submission)
         if finished:
@@ -302,9 +324,31 @@ class AzureBatchJobOperator(BaseOperator):
             check_job_id(job_id)
         except ValueError as exc:
             raise AirflowException(str(exc)) from None
-        extras = self._task_extras(hook, specs, inputs, outputs)
-        strategy = self.batch_pool or BatchPool.existing(self._pool_id())
-        pool_id, auto_pool = self._prepare_pool(hook, strategy, specs, extras)
+        try:
+            extras = task_extras(
+                hook,
+                self.task_id,
+                specs,
+                ContainerOptions(
+                    self.image, self.registry_conn_id, self.container_run_options, self.container_working_directory
+                ),
+                BlobOptions(
+                    inputs=inputs,
+                    outputs=outputs,
+                    output_container=self.output_container,
+                    upload_logs=self.upload_logs,
+                    logs_prefix=self.logs_prefix,
+                    output_identity=self.output_identity,
+                    sas_lifetime=timedelta(hours=config.get_float("sas_hours")),
+                ),
+            )
+            strategy = self.batch_pool or BatchPool.existing(self._pool_id())
+            pool_id, auto_pool = prepare_pool(hook, strategy, specs, extras, self.log)
+        except SubmissionError as exc:
+            message = str(exc)
+            raise AirflowException(
+                message if message.startswith(f"{self.task_id}:") else f"{self.task_id}: {message}"
+            ) from None
         metadata = dict(self.metadata)
         if extras.log_container:
             # Kept with the job, so that anyone watching it later (the sensor) finds its uploaded logs.
@@ -329,160 +373,6 @@ class AzureBatchJobOperator(BaseOperator):
         if not isinstance(self.pool_id, str) or not self.pool_id:
             raise AirflowException("pool_id is missing: name the Batch pool the job runs on")
         return self.pool_id
-
-    def _prepare_pool(
-        self, hook: AzureBatchHook, strategy: BatchPool, specs: list[TaskSpec], extras: TaskExtras
-    ) -> tuple[str | None, dict[str, Any] | None]:
-        """(pool id, auto-pool body): checks an existing pool, creates a shared one if missing."""
-        multi_node = max(spec.num_nodes for spec in specs)
-        containers = extras.image is not None or any(spec.image for spec in specs)
-        try:
-            if strategy.kind == "existing":
-                self._check_pool(hook, strategy)
-                return strategy.pool_id, None
-            registries = [_registry_json(extras.registry)] if extras.registry is not None else []
-            body = strategy.pool_body(containers=containers, multi_node=multi_node, registries=registries)
-            if strategy.kind == "auto":
-                self.log.info("The job gets its own pool (%s), deleted with the job", body["vmSize"])
-                return None, body
-            assert strategy.pool_id is not None
-            if hook.ensure_shared_pool(strategy.pool_id, body):
-                self.log.info("Created shared pool %s (%s)", strategy.pool_id, body["vmSize"])
-            else:
-                self.log.info("Using shared pool %s", strategy.pool_id)
-            return strategy.pool_id, None
-        except (PoolStrategyError, ValueError) as exc:
-            raise AirflowException(f"{self.task_id}: {exc}") from None
-
-    def _check_pool(self, hook: AzureBatchHook, strategy: BatchPool) -> None:
-        from airflow_provider_azbatch.compute import UnknownVmSizeError, check_vm_size_fits
-
-        pool_id = strategy.pool_id
-        pool = hook.get_pool(pool_id) if pool_id else None
-        if pool is None:
-            raise AirflowException(
-                f"pool_id {pool_id!r} does not exist in Batch account '{hook.account_name}': create the pool first "
-                "or give the id of an existing one"
-            )
-        if strategy.requirements is not None:
-            try:
-                check_vm_size_fits(pool.vm_size, strategy.requirements)
-            except UnknownVmSizeError:
-                self.log.warning(
-                    "Pool %s has VM size %s, which is not in the provider's catalog: its fit to %s is not checked",
-                    pool_id,
-                    pool.vm_size,
-                    strategy.requirements.describe(),
-                )
-            except ValueError as exc:
-                raise AirflowException(f"pool {pool_id!r} does not fit this job: {exc}") from None
-
-    def _task_extras(self, hook: AzureBatchHook, specs: list[TaskSpec], inputs: tuple, outputs: tuple) -> TaskExtras:
-        from airflow_provider_azbatch.hooks.storage import LogLocation, StorageNotConfiguredError
-        from airflow_provider_azbatch.utils.containers import RegistryConfigError, RegistryCredentials
-
-        registry = None
-        if self.registry_conn_id:
-            try:
-                registry = RegistryCredentials.from_connection(hook.get_connection(self.registry_conn_id))
-            except RegistryConfigError as exc:
-                raise AirflowException(str(exc)) from None
-        upload_logs = self.upload_logs if self.upload_logs is not None else self.output_container is not None
-        if upload_logs and not self.output_container:
-            raise AirflowException(f"{self.task_id}: upload_logs needs output_container (where the logs go)")
-        all_inputs = [*inputs, *(item for spec in specs for item in spec.inputs)]
-        all_outputs = [*outputs, *(item for spec in specs for item in spec.outputs)]
-        for index, output in enumerate(all_outputs):
-            if not (output.container or self.output_container):
-                raise AirflowException(
-                    f"{self.task_id}: output {index} ({output.pattern!r}) has no container: set its container or "
-                    "the operator's output_container"
-                )
-        read_containers = sorted({item.container for item in all_inputs if item.container})
-        write_containers = sorted(
-            {item.container or self.output_container for item in all_outputs}
-            | ({self.output_container} if upload_logs else set())
-        )
-        read_urls: dict[str, str] = {}
-        write_urls: dict[str, str] = {}
-        if read_containers or write_containers:
-            lifetime = timedelta(hours=config.get_float("sas_hours"))
-            try:
-                storage = hook.blob_storage(f"{self.task_id}: Blob inputs and outputs")
-            except StorageNotConfiguredError as exc:
-                raise AirflowException(str(exc)) from None
-            read_urls = {name: storage.read_url(name, lifetime) for name in read_containers}
-            for name in write_containers:
-                storage.ensure_container(name)
-                if not self.output_identity:
-                    write_urls[name] = storage.write_url(name, lifetime)
-        location = (
-            LogLocation(self.output_container, self.logs_prefix) if upload_logs and self.output_container else None
-        )
-        return TaskExtras(
-            image=self.image,
-            registry=registry,
-            container_run_options=self.container_run_options,
-            container_working_directory=self.container_working_directory,
-            inputs=tuple(inputs),
-            outputs=tuple(outputs),
-            output_container=self.output_container,
-            read_urls=read_urls,
-            write_urls=write_urls,
-            output_identity=self.output_identity,
-            log_container=location.container if location else None,
-            log_path=location.path if location else None,
-        )
-
-    def _submit_or_reattach(
-        self, hook: AzureBatchHook, submission: JobSubmission, context: Context
-    ) -> tuple[str, bool]:
-        """(job id to watch, whether it already finished). Never a second job for one try.
-
-        Ids are ``<base>``, ``<base>-a2``, ``<base>-a3`` ...: a try looks at them in order (from the one
-        its task instance remembered) and reattaches to an active job, reports a job that already
-        succeeded, or submits the next id after jobs that failed. Two tries racing for one id meet at
-        the service (``JobExists``), and the loser reattaches to the winner's job.
-        """
-        base = submission.job_id
-        attempt = _attempt_of(_remembered(context), base)
-        while True:
-            job_id = base if attempt == 1 else attempt_job_id(base, attempt)
-            job = hook.get_job(job_id, select=["id", "state", "executionInfo"])
-            if job is None:
-                submission.job_id = job_id
-                self.log.info(
-                    "Submitting Batch job %s with %d task(s) to pool %s",
-                    job_id,
-                    len(submission.tasks),
-                    submission.pool_id,
-                )
-                created = hook.submit_job(submission)
-                _remember(context, job_id)
-                if created:
-                    self._submitted_job_id = job_id
-                    return job_id, False
-                continue  # someone else created it in between: look at it again
-            state = enum_value(job.state)
-            if state in ACTIVE_JOB_STATES and not self.force_new_job:
-                self.log.info("Reattaching to Batch job %s (state %s) submitted by an earlier try", job_id, state)
-                submission.job_id = job_id
-                hook.submit_job(submission)  # adds any task a crashed try did not add yet
-                _remember(context, job_id)
-                self._submitted_job_id = job_id
-                return job_id, False
-            if state == "completed" and not self.force_new_job and self._all_succeeded(hook, job_id):
-                self.log.info(
-                    "Batch job %s already finished successfully in an earlier try; not running it again", job_id
-                )
-                return job_id, True
-            if state not in ACTIVE_JOB_STATES:
-                self.log.info("Batch job %s is %s and did not succeed: submitting a new job", job_id, state)
-            attempt += 1
-
-    def _all_succeeded(self, hook: AzureBatchHook, job_id: str) -> bool:
-        counts = hook.get_task_counts(job_id)
-        return counts.failed == 0 and counts.active == 0 and counts.running == 0 and counts.completed > 0
 
     def _publish_job(self, context: Context, job_id: str) -> None:
         settings = self.hook.settings
@@ -517,7 +407,13 @@ class AzureBatchJobOperator(BaseOperator):
     def _wait(self, hook: AzureBatchHook, watcher: JobWatcher) -> None:
         max_bytes = config.get_int("max_read_bytes")
         fallback = hook.log_reader(watcher.state.log_location)
+        kill_handled = False
         while not watch_step(hook.client, watcher, self._emit, max_bytes=max_bytes, fallback=fallback):
+            if self._killed and not kill_handled:
+                # Airflow lets execute() go on after on_kill: end the job here, then report it like any other.
+                kill_handled = True
+                self._end_killed_job(watcher.state.job_id)
+                continue
             time.sleep(self.poll_interval)
 
     def _flush(self, hook: AzureBatchHook, watcher: JobWatcher) -> None:
@@ -611,53 +507,37 @@ class AzureBatchJobOperator(BaseOperator):
         except Exception as exc:
             self.log.error("Could not terminate Batch job %s: %s", job_id, describe_error(exc))
 
+    def _claim(self, job_id: str) -> None:
+        """This try is submitting to (or reattaching to) ``job_id``: a kill from now on terminates it."""
+        self._submitted_job_id = job_id
+
     def on_kill(self) -> None:
+        # Airflow calls this from its SIGTERM handler, which may have interrupted this thread while it held a
+        # log writer's lock (structlog's are not reentrant) or was inside the client's connection pool.
+        # Logging or HTTP here could deadlock, so the handler only starts a thread; the wait loop sees
+        # ``_killed``, lets that thread finish and makes sure the job has ended.
+        self._killed = True
         job_id = self._submitted_job_id
-        if job_id is None:
-            return
+        if job_id is None or self._kill_thread is not None:
+            return  # not submitted yet: execute() terminates the job once the submission returns
+        self._kill_thread = threading.Thread(
+            target=self._terminate_on_kill, args=(job_id,), name="azbatch-on-kill", daemon=True
+        )
+        self._kill_thread.start()
+
+    def _terminate_on_kill(self, job_id: str) -> None:
         self.log.info("Terminating Batch job %s (the Airflow task was killed)", job_id)
         try:
-            self.hook.terminate_job(job_id, reason="AirflowTaskKilled")
-        except Exception as exc:  # on_kill must not raise; say what happened instead
+            self.hook.terminate_job(job_id, reason="AirflowTaskKilled", client=self.hook.new_client())
+        except Exception as exc:  # the wait loop tries again; say what happened
             self.log.error("Could not terminate Batch job %s: %s", job_id, describe_error(exc))
 
-
-def _registry_json(registry: Any) -> dict[str, Any]:
-    """The pool's containerRegistries entry (REST): lets nodes pre-fetch private images."""
-    if registry.identity_reference:
-        return {"registryServer": registry.server, "identityReference": {"resourceId": registry.identity_reference}}
-    return {"registryServer": registry.server, "username": registry.username, "password": registry.password}
-
-
-def _remembered(context: Context) -> str | None:
-    store = context.get("task_state_store")  # type: ignore[call-overload]
-    if store is None:
-        return None
-    try:
-        value = store.get(STATE_STORE_KEY)
-    except Exception:  # an execution API without a task state store (older Airflow): ids alone suffice
-        return None
-    return value if isinstance(value, str) else None
-
-
-def _remember(context: Context, job_id: str) -> None:
-    store = context.get("task_state_store")  # type: ignore[call-overload]
-    if store is None:
-        return
-    try:
-        store.set(STATE_STORE_KEY, job_id)
-    except Exception as exc:  # still safe: job ids are deterministic, a retry finds the job by scanning
-        logging.getLogger(__name__).warning("Could not remember Batch job %s in the task state store: %s", job_id, exc)
-
-
-def _attempt_of(job_id: str | None, base: str) -> int:
-    """The attempt number of a remembered job id of this base (1 when unknown)."""
-    if job_id is None or job_id == base:
-        return 1
-    head, _, number = job_id.rpartition("-a")
-    if number.isdigit() and base.startswith(head):
-        return int(number)
-    return 1
+    def _end_killed_job(self, job_id: str) -> None:
+        if self._kill_thread is not None:
+            self._kill_thread.join(timeout=KILL_THREAD_WAIT_SECONDS)
+        else:
+            self.log.info("Terminating Batch job %s (the Airflow task was killed)", job_id)
+        self._terminate(job_id, "AirflowTaskKilled")  # a no-op when the job already ended; waits until it has
 
 
 def _seconds(value: timedelta | float | None, name: str) -> timedelta | None:

@@ -47,7 +47,12 @@ def test_sigterm_to_the_task_terminates_its_batch_job(
             what="the Batch task running",
         )
         process.send_signal(signal.SIGTERM)
-        process.wait(timeout=60)
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(
+                f"the task did not stop within 60 s of SIGTERM:\n{log_path.read_text()[-5000:]}"
+            ) from None
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)

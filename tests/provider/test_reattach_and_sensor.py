@@ -113,3 +113,37 @@ def test_sensor_fails_on_a_failed_task_and_rejects_streaming_with_reschedule(air
         AzureBatchJobSensor(task_id="s", job_id="j", stream_output=True, mode="reschedule")
     with pytest.raises(AirflowException, match="Batch job 'nope' does not exist in account 'devbatchaccount1'"):
         AzureBatchJobSensor(task_id="s2", job_id="nope")._new_watcher()
+
+
+@pytest.mark.parametrize("existing", [False, True])
+def test_the_job_is_claimed_before_it_is_created_or_added_to(azbatch_default, shared_pool, existing):
+    """A kill that lands mid-submission must already know the job id, so on_kill can terminate it."""
+    import logging
+
+    from airflow_provider_azbatch.utils.reattach import submit_or_reattach
+
+    hook = AzureBatchHook()
+    job_id = f"claim-{uuid.uuid4().hex[:8]}"
+    spec = TaskSpec(id="t", command_line="sleep 30")  # still running when the second submission looks
+    if existing:
+        hook.submit_job(JobSubmission(job_id=job_id, pool_id=shared_pool, tasks=[spec]))
+    seen: list[tuple[str, bool, int]] = []
+
+    def claim(claimed: str) -> None:
+        job = hook.get_job(claimed, select=["id"])
+        tasks = len(list(hook.client.list_tasks(claimed, select=["id"]))) if job is not None else 0
+        seen.append((claimed, job is not None, tasks))
+
+    attachment = submit_or_reattach(
+        hook,
+        JobSubmission(job_id=job_id, pool_id=shared_pool, tasks=[spec]),
+        remembered=None,
+        remember=lambda _: None,
+        force_new=False,
+        log=logging.getLogger("test"),
+        claim=claim,
+    )
+    assert attachment.job_id == job_id
+    # Claimed exactly once, before the job existed (new) or before tasks were re-added (reattach).
+    assert seen == [(job_id, existing, 1 if existing else 0)]
+    hook.terminate_job(job_id, wait=True)

@@ -1,0 +1,115 @@
+"""Submitting a job exactly once per try, and finding it again from a later try.
+
+Job ids are ``<base>``, ``<base>-a2``, ``<base>-a3`` ... with ``<base>`` derived from DAG, task, run
+and map index. A try looks at them in order (from the one its task instance remembered in Airflow's
+task state store, when there is one) and reattaches to an active job, reports a job that already
+succeeded, or submits the next id after jobs that failed. Two tries racing for one id meet at the
+service (``JobExists``), and the loser reattaches to the winner's job.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from airflow_provider_azbatch.utils.job_ids import attempt_job_id
+from airflow_provider_azbatch.utils.job_spec import JobSubmission
+from airflow_provider_azbatch.utils.job_watch import enum_value
+
+ACTIVE_JOB_STATES = ("active", "disabling", "disabled", "enabling")
+# Where a try remembers the job it watches (Airflow >= 3.3 task state store), across worker crashes.
+STATE_STORE_KEY = "azbatch_job_id"
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Attachment:
+    job_id: str
+    # The job already finished successfully: nothing to wait for, nothing to run again.
+    finished: bool
+
+
+def remembered_job(context: Any) -> str | None:
+    store = context.get("task_state_store")
+    if store is None:
+        return None
+    try:
+        value = store.get(STATE_STORE_KEY)
+    except Exception:  # an execution API without a task state store (older Airflow): ids alone suffice
+        return None
+    return value if isinstance(value, str) else None
+
+
+def remember_job(context: Any, job_id: str) -> None:
+    store = context.get("task_state_store")
+    if store is None:
+        return
+    try:
+        store.set(STATE_STORE_KEY, job_id)
+    except Exception as exc:  # still safe: job ids are deterministic, a retry finds the job by scanning
+        _log.warning("Could not remember Batch job %s in the task state store: %s", job_id, exc)
+
+
+def attempt_of(job_id: str | None, base: str) -> int:
+    """The attempt number of a remembered job id of this base (1 when unknown)."""
+    if job_id is None or job_id == base:
+        return 1
+    head, _, number = job_id.rpartition("-a")
+    if number.isdigit() and base.startswith(head):
+        return int(number)
+    return 1
+
+
+def submit_or_reattach(
+    hook: Any,
+    submission: JobSubmission,
+    *,
+    remembered: str | None,
+    remember: Callable[[str], None],
+    force_new: bool,
+    log: Any,
+    claim: Callable[[str], None] = lambda job_id: None,
+) -> Attachment:
+    """Submit ``submission`` (its ``job_id`` is the base id) or attach to the job an earlier try made.
+
+    ``claim`` learns the job id before the job is created or added to, so that a kill arriving in the
+    middle of a submission still knows which job to terminate.
+    """
+    base = submission.job_id
+    attempt = attempt_of(remembered, base)
+    while True:
+        job_id = base if attempt == 1 else attempt_job_id(base, attempt)
+        job = hook.get_job(job_id, select=["id", "state", "executionInfo"])
+        if job is None:
+            submission.job_id = job_id
+            log.info(
+                "Submitting Batch job %s with %d task(s) to pool %s", job_id, len(submission.tasks), submission.pool_id
+            )
+            claim(job_id)
+            created = hook.submit_job(submission)
+            remember(job_id)
+            if created:
+                return Attachment(job_id, finished=False)
+            continue  # someone else created it in between: look at it again
+        state = enum_value(job.state)
+        if state in ACTIVE_JOB_STATES and not force_new:
+            log.info("Reattaching to Batch job %s (state %s) submitted by an earlier try", job_id, state)
+            submission.job_id = job_id
+            claim(job_id)
+            hook.submit_job(submission)  # adds any task a crashed try did not add yet
+            remember(job_id)
+            return Attachment(job_id, finished=False)
+        if state == "completed" and not force_new and _all_succeeded(hook, job_id):
+            log.info("Batch job %s already finished successfully in an earlier try; not running it again", job_id)
+            return Attachment(job_id, finished=True)
+        if state not in ACTIVE_JOB_STATES:
+            log.info("Batch job %s is %s and did not succeed: submitting a new job", job_id, state)
+        attempt += 1
+
+
+def _all_succeeded(hook: Any, job_id: str) -> bool:
+    counts = hook.get_task_counts(job_id)
+    return counts.failed == 0 and counts.active == 0 and counts.running == 0 and counts.completed > 0
