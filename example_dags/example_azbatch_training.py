@@ -1,7 +1,8 @@
 """A scheduled training pipeline on Azure Batch: prepare data, train on 2 GPU nodes, evaluate.
 
-- ``stage_code`` uploads the scripts in ``azbatch_training/`` to Blob: tasks download the code of
-  this DAG run, so editing a script needs no new container image.
+- ``stage_code`` uploads the scripts in ``azbatch_training/`` to Blob under the run's own path: tasks
+  download the code of this DAG run, so editing a script needs no new container image and runs in
+  parallel do not see each other's code.
 - ``prepare`` fans out one task per shard on a shared CPU pool (created from requirements if missing,
   autoscaled from zero) and uploads the shards to the ``datasets`` container.
 - ``train`` runs in a container image on a pool made for the job from GPU requirements (deleted with
@@ -27,7 +28,9 @@ from airflow_provider_azbatch.utils.pool_strategy import BatchPool
 CODE = Path(__file__).parent / "azbatch_training"
 # Blob paths of this run (run ids hold ':' and '+', which make awkward blob names).
 RUN = "{{ run_id | replace(':', '') | replace('+', '') }}"
-CODE_INPUT = {"container": "code", "prefix": "training/", "path": "code"}
+CODE_INPUT = {"container": "code", "prefix": f"training/{RUN}/", "path": "code"}
+# Where the staged scripts land in a task's working directory (resource files keep the blob name).
+CODE_DIR = f"code/training/{RUN}"
 CPU_POOL = BatchPool.shared("azbatch-training-cpu", requirements={"cpus": 1, "memory": "2Gi"}, max_nodes=2)
 SHARDS = 4
 
@@ -41,7 +44,7 @@ with DAG(
 ) as dag:
 
     @task
-    def stage_code() -> list[str]:
+    def stage_code(run: str) -> list[str]:
         from airflow_provider_azbatch.hooks.batch import AzureBatchHook
 
         storage = AzureBatchHook().blob_storage("Staging the training code")
@@ -50,14 +53,14 @@ with DAG(
         with storage.service_client() as service:
             container = service.get_container_client("code")
             for script in sorted(CODE.glob("*.py")):
-                container.upload_blob(f"training/{script.name}", script.read_bytes(), overwrite=True)
+                container.upload_blob(f"training/{run}/{script.name}", script.read_bytes(), overwrite=True)
                 staged.append(script.name)
         return staged
 
     prepare = AzureBatchJobOperator(
         task_id="prepare",
         batch_pool=CPU_POOL,
-        command_template=f"python3 code/training/prepare.py --shard {{value}} --shards {SHARDS} --out shards",
+        command_template=f"python3 {CODE_DIR}/prepare.py --shard {{value}} --shards {SHARDS} --out shards",
         parameters=list(range(SHARDS)),
         task_id_prefix="shard",
         inputs=[CODE_INPUT],
@@ -75,7 +78,7 @@ with DAG(
             'echo "node ready: master=$AZ_BATCH_MASTER_NODE hosts=$AZ_BATCH_HOST_LIST '
             'is_master=$AZ_BATCH_IS_CURRENT_NODE_MASTER"'
         ),
-        command="python3 code/training/train.py --data data --model-dir model --epochs 20",
+        command=f"python3 {CODE_DIR}/train.py --data data --model-dir model --epochs 20",
         inputs=[CODE_INPUT, {"container": "datasets", "prefix": f"prepared/{RUN}/", "path": "data"}],
         outputs=[{"pattern": "model/*", "path": f"runs/{RUN}"}],
         output_container="models",
@@ -86,10 +89,10 @@ with DAG(
     evaluate = AzureBatchJobOperator(
         task_id="evaluate",
         batch_pool=CPU_POOL,
-        command="python3 code/training/evaluate.py --models models",
+        command=f"python3 {CODE_DIR}/evaluate.py --models models",
         inputs=[CODE_INPUT, {"container": "models", "prefix": f"runs/{RUN}/", "path": "models"}],
         output_container="models",
         poll_interval=1,
     )
 
-    stage_code() >> prepare >> train >> evaluate
+    stage_code(RUN) >> prepare >> train >> evaluate

@@ -82,4 +82,10 @@ def test_training_pipeline_example_runs_green(airflow_db, azbatch_with_storage, 
     service = BlobServiceClient(azurite.url, credential={"account_name": azurite.account, "account_key": azurite.key})
     models = [blob.name for blob in service.get_container_client("models").list_blobs(name_starts_with="runs/")]
     assert any(name.endswith("/model.json") for name in models)
+    # The code is staged under the run's own path, so concurrent runs cannot swap each other's scripts.
+    run_path = run.run_id.replace(":", "").replace("+", "")
+    code = sorted(
+        blob.name for blob in service.get_container_client("code").list_blobs(name_starts_with=f"training/{run_path}/")
+    )
+    assert code == [f"training/{run_path}/{name}" for name in ("evaluate.py", "prepare.py", "train.py")]
     service.close()
