@@ -4,13 +4,17 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 AZURITE := node_modules/.bin/azurite
+SERVICE := local-azure-batch
+# Tests find the venv's tools (airflow, the local Batch service) and Azurite on PATH.
+TEST_PATH := PATH="$(CURDIR)/$(BIN):$(CURDIR)/node_modules/.bin:$$PATH"
 
-.PHONY: demo test lint venv clean
+.PHONY: demo test lint typecheck venv clean
 
-$(STAMP): pyproject.toml constraints.txt
+# Both distributions of this repository, editable: the provider and the local Batch service.
+$(STAMP): pyproject.toml $(SERVICE)/pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check --upgrade "pip>=24"
-	$(BIN)/pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[test]'
+	$(BIN)/pip install --quiet --disable-pip-version-check -c constraints.txt -e './$(SERVICE)[test]' -e '.[test]'
 	touch $(STAMP)
 
 $(AZURITE): package.json package-lock.json
@@ -26,8 +30,12 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
 test: $(STAMP) $(AZURITE) lint
-	PATH="$(CURDIR)/$(BIN):$(CURDIR)/node_modules/.bin:$$PATH" $(BIN)/pytest
+	$(TEST_PATH) $(BIN)/pytest $(SERVICE)/tests
+	$(TEST_PATH) $(BIN)/pytest
 
 clean:
-	rm -rf $(VENV) node_modules .pytest_cache .ruff_cache
+	rm -rf $(VENV) node_modules .pytest_cache .ruff_cache .mypy_cache

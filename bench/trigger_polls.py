@@ -26,9 +26,9 @@ from azure.batch import models as m
 from azure.batch.aio import BatchClient as AsyncBatchClient
 from azure.core.credentials import AzureNamedKeyCredential
 
-from airflow_provider_azbatch.emulator.testing import run_local_batch_service
 from airflow_provider_azbatch.hooks.async_clients import shared_client
 from airflow_provider_azbatch.utils.job_watch import JobWatcher, WatchState, awatch_step
+from local_azure_batch.testing import run_local_batch_service
 
 
 def setup(service, jobs: int, tasks: int) -> list[str]:

@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from airflow_provider_azbatch.emulator.testing import run_local_batch_service
+from local_azure_batch.testing import run_local_batch_service
 
 ROOT = Path(__file__).resolve().parent.parent
 HOME = ROOT / ".demo"

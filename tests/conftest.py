@@ -25,6 +25,9 @@ os.environ["AIRFLOW__AZBATCH__POOL_CHECK_INTERVAL"] = "2"
 import pytest  # noqa: E402
 from azure.core.credentials import AzureNamedKeyCredential  # noqa: E402
 
+# The local Batch service (its own package) and its session-scoped ``local_batch_service`` fixture.
+pytest_plugins = ["local_azure_batch.pytest_plugin"]
+
 
 @pytest.fixture(scope="session")
 def batch_client(local_batch_service):
@@ -60,10 +63,9 @@ def shared_pool(batch_client):
     """A 2-node x 4-slot pool on the session's local Batch service, ready to run tasks."""
     from azure.batch import models as m
 
-    from tests.emulator import sdk_models
-    from tests.helpers import wait_until
+    from tests.helpers import pool_options, wait_until
 
-    batch_client.create_pool(sdk_models.pool("shared", nodes=2, slots=4))
+    batch_client.create_pool(pool_options("shared", nodes=2, slots=4))
     wait_until(
         lambda: sum(1 for n in batch_client.list_nodes("shared") if n.state == m.BatchNodeState.IDLE) == 2,
         what="shared pool nodes",

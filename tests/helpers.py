@@ -19,3 +19,22 @@ def wait_until(check: Callable[[], T], timeout: float = 30.0, interval: float = 
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         time.sleep(interval)
+
+
+def pool_options(pool_id: str, nodes: int = 1, slots: int = 1, **extra: object) -> object:
+    """A fixed pool of Ubuntu nodes, as the azure-batch SDK creates one."""
+    from azure.batch import models as m
+
+    return m.BatchPoolCreateOptions(
+        id=pool_id,
+        vm_size="standard_d2s_v3",
+        virtual_machine_configuration=m.VirtualMachineConfiguration(
+            image_reference=m.BatchVmImageReference(
+                publisher="canonical", offer="0001-com-ubuntu-server-jammy", sku="22_04-lts"
+            ),
+            node_agent_sku_id="batch.node.ubuntu 22.04",
+        ),
+        target_dedicated_nodes=nodes,
+        task_slots_per_node=slots,
+        **extra,
+    )

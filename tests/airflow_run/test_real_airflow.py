@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from airflow_provider_azbatch.emulator.testing import run_local_batch_service
 from airflow_provider_azbatch.utils.job_ids import default_job_id
+from local_azure_batch.testing import run_local_batch_service
 from tests.airflow_helpers import azbatch_connection_json
 from tests.airflow_run.cluster import AirflowCluster
 from tests.helpers import wait_until

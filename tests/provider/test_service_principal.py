@@ -12,12 +12,11 @@ from azure.batch import BatchClient
 from azure.batch import models as m
 from azure.core.credentials import AzureNamedKeyCredential
 
-from airflow_provider_azbatch.emulator.testing import run_local_batch_service
 from airflow_provider_azbatch.hooks.batch import AzureBatchHook
 from airflow_provider_azbatch.operators.job import AzureBatchJobOperator
+from local_azure_batch.testing import run_local_batch_service
 from tests.airflow_helpers import run_dag
-from tests.emulator import sdk_models
-from tests.helpers import wait_until
+from tests.helpers import pool_options, wait_until
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +27,7 @@ def tls_batch():
             AzureNamedKeyCredential(service.account_name, service.account_key),
             connection_verify=service.ca_file,
         )
-        client.create_pool(sdk_models.pool("sp-pool", nodes=1, slots=2))
+        client.create_pool(pool_options("sp-pool", nodes=1, slots=2))
         wait_until(lambda: [n.state for n in client.list_nodes("sp-pool")] == [m.BatchNodeState.IDLE], what="node")
         yield service
 

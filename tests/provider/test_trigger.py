@@ -14,8 +14,7 @@ from airflow_provider_azbatch.hooks.batch import AzureBatchHook
 from airflow_provider_azbatch.triggers.job import AzureBatchJobTrigger
 from airflow_provider_azbatch.utils.job_spec import JobSubmission, TaskSpec
 from airflow_provider_azbatch.utils.job_watch import JobWatcher, WatchState, awatch_step
-from tests.emulator import sdk_models
-from tests.helpers import wait_until
+from tests.helpers import pool_options, wait_until
 
 
 def _job(hook: AzureBatchHook, pool: str, tasks: list[TaskSpec]) -> str:
@@ -42,7 +41,7 @@ def test_serialize_round_trip_carries_no_secret(azbatch_default):
 
 def test_an_idle_poll_of_a_1000_task_job_is_one_request(local_batch_service, azbatch_default, batch_client):
     # A pool without nodes: the tasks wait, nothing changes between polls.
-    batch_client.create_pool(sdk_models.pool("empty-pool", nodes=0))
+    batch_client.create_pool(pool_options("empty-pool", nodes=0))
     hook = AzureBatchHook()
     tasks = [TaskSpec(id=f"t{i:04d}", command_line="true") for i in range(1000)]
     job_id = _job(hook, "empty-pool", tasks)

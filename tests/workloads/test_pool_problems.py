@@ -10,9 +10,9 @@ from azure.batch import BatchClient
 from azure.batch import models as m
 from azure.core.credentials import AzureNamedKeyCredential
 
-from airflow_provider_azbatch.emulator.testing import run_local_batch_service
 from airflow_provider_azbatch.operators.job import AzureBatchJobOperator
 from airflow_provider_azbatch.utils.pool_strategy import BatchPool
+from local_azure_batch.testing import run_local_batch_service
 from tests.airflow_helpers import azbatch_connection_json, run_dag
 
 START = datetime(2026, 1, 1)

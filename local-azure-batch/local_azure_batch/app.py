@@ -1,0 +1,279 @@
+"""The HTTP server: authentication, fault injection and request accounting around the REST layer."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import shutil
+import socket
+import tempfile
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from aiohttp import web
+
+from .account import DEV_ACCOUNT_KEY, DEV_ACCOUNT_NAME, DEV_CLIENT_ID, DEV_CLIENT_SECRET, DEV_TENANT_ID
+from .auth.authority import ServicePrincipal, TokenAuthority
+from .auth.shared_key import verify_shared_key
+from .auth.tls import TlsFiles, generate_tls_files
+from .faults import FaultInjector
+from .model.service import BatchService, ServiceSettings
+from .rest import wire
+from .rest.errors import BatchServiceError, invalid_query
+from .rest.urls import OPERATIONS, resolve
+
+log = logging.getLogger("local_azure_batch")
+
+SUPPORTED_API_VERSIONS = ("2025-06-01", "2024-07-01.20.0", "2024-02-01.19.0", "2023-11-01.18.0")
+
+_FAULT_ERRORS = {
+    429: (
+        "TooManyRequests",
+        "The server is receiving too many requests; retry after the time in Retry-After.",
+    ),
+    503: ("ServerBusy", "The server is currently unable to receive requests. Please retry your request."),
+    500: ("InternalError", "Server encountered an internal error. Please try again after some time."),
+}
+
+
+@dataclass
+class EmulatorConfig:
+    host: str = "127.0.0.1"
+    port: int = 0
+    account_name: str = DEV_ACCOUNT_NAME
+    account_key: str = DEV_ACCOUNT_KEY
+    tls: bool = False
+    task_root: Path | None = None
+    keep: bool = False
+    faults: str = ""
+    fault_seed: int | None = None
+    node_start_seconds: float = 1.0
+    autoscale_interval_seconds: float | None = 5.0
+    node_quota: int | None = None
+    sp_certificate: Path | None = None
+    log_requests: bool = True
+
+
+@dataclass
+class LocalBatchServer:
+    config: EmulatorConfig
+    url: str = ""
+    tls_files: TlsFiles | None = None
+    service: BatchService | None = None
+    authority: TokenAuthority | None = None
+    faults: FaultInjector = field(default_factory=FaultInjector)
+    requests: Counter[str] = field(default_factory=Counter)
+    _runner: web.AppRunner | None = None
+    _created_root: bool = False
+    _task_root: Path | None = None
+
+    async def start(self) -> None:
+        config = self.config
+        self.faults = FaultInjector.parse(config.faults, OPERATIONS, config.fault_seed)
+        if config.task_root is None:
+            self._task_root = Path(tempfile.mkdtemp(prefix="azbatch-local-"))
+            self._created_root = True
+        else:
+            self._task_root = config.task_root.resolve()
+            self._created_root = not self._task_root.exists()
+            self._task_root.mkdir(parents=True, exist_ok=True)
+        sock = socket.socket(socket.AF_INET6 if ":" in config.host else socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((config.host, config.port))
+        port = sock.getsockname()[1]
+        public_host = "127.0.0.1" if config.host in ("0.0.0.0", "") else config.host
+        if ":" in public_host:
+            public_host = f"[{public_host}]"
+        ssl_context = None
+        if config.tls:
+            self.tls_files = generate_tls_files(self._task_root / "tls", public_host.strip("[]"))
+            ssl_context = self.tls_files.server_context()
+            principal = ServicePrincipal(DEV_CLIENT_ID, DEV_CLIENT_SECRET, config.sp_certificate)
+            self.authority = TokenAuthority(DEV_TENANT_ID, {DEV_CLIENT_ID: principal})
+        self.url = f"{'https' if config.tls else 'http'}://{public_host}:{port}"
+        self.service = BatchService(
+            ServiceSettings(
+                account_name=config.account_name,
+                account_url=self.url,
+                task_root=self._task_root,
+                node_start_seconds=config.node_start_seconds,
+                autoscale_interval_seconds=config.autoscale_interval_seconds,
+                node_quota=config.node_quota,
+            )
+        )
+        await self.service.start()
+        app = web.Application(client_max_size=8 * 1024 * 1024)
+        app.router.add_get("/_emulator/health", self._health)
+        app.router.add_get("/_emulator/stats", self._stats)
+        app.router.add_delete("/_emulator/stats", self._reset_stats)
+        app.router.add_get("/_emulator/faults", self._get_faults)
+        app.router.add_put("/_emulator/faults", self._put_faults)
+        if self.authority is not None:
+            app.router.add_routes(self.authority.routes())
+        app.router.add_route("*", "/{tail:.*}", self._dispatch)
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await self._runner.setup()
+        site = web.SockSite(self._runner, sock, ssl_context=ssl_context)
+        await site.start()
+
+    async def stop(self) -> None:
+        if self.service is not None:
+            await self.service.stop()
+        if self._runner is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._runner.cleanup(), 5)
+        if not self.config.keep and self._task_root is not None:
+            if self._created_root:
+                shutil.rmtree(self._task_root, ignore_errors=True)
+            else:
+                shutil.rmtree(self._task_root / "pools", ignore_errors=True)
+                shutil.rmtree(self._task_root / "tls", ignore_errors=True)
+
+    # -- the Batch API --------------------------------------------------------------------------------
+    async def _dispatch(self, request: web.Request) -> web.StreamResponse:
+        request["request_id"] = str(uuid.uuid4())
+        started = time.perf_counter()
+        route, params, path_known = resolve(request.method, request.raw_path)
+        operation = route.operation if route is not None else "Unknown"
+        self.requests[operation] += 1
+        response: web.StreamResponse
+        try:
+            if route is None:
+                if path_known:
+                    raise BatchServiceError(
+                        405,
+                        "UnsupportedHttpVerb",
+                        f"The resource doesn't support the specified HTTP verb {request.method}.",
+                    )
+                raise BatchServiceError(
+                    400, "InvalidUri", "The requested URI does not represent any resource on the server."
+                )
+            decision = self.faults.decide(operation)
+            if decision.latency:
+                await asyncio.sleep(decision.latency)
+            if decision.drop:
+                self._log(request, 0, operation, started, note="dropped (fault)")
+                if request.transport is not None:
+                    request.transport.abort()
+                raise asyncio.CancelledError
+            if decision.status is not None:
+                code, message = _FAULT_ERRORS[decision.status]
+                headers = (
+                    {"Retry-After": _retry_after(decision.retry_after)} if decision.retry_after is not None else {}
+                )
+                raise BatchServiceError(decision.status, code, message, headers=headers)
+            await self._authenticate(request)
+            _check_query(request)
+            assert self.service is not None
+            response = await route.handler(request, self.service, params)
+        except BatchServiceError as exc:
+            response = await wire.error_response(request, exc)
+        if "client-request-id" in request.headers and not response.prepared:
+            response.headers["client-request-id"] = request.headers["client-request-id"]
+        self._log(request, response.status, operation, started)
+        return response
+
+    async def _authenticate(self, request: web.Request) -> None:
+        authorization = request.headers.get("Authorization", "")
+        if authorization.startswith("Bearer "):
+            if self.authority is None:
+                raise BatchServiceError(
+                    401,
+                    "AuthenticationFailed",
+                    "Server failed to authenticate the request. Bearer tokens are accepted only when the local "
+                    "Batch service runs with --tls.",
+                )
+            self.authority.verify_bearer(authorization[len("Bearer ") :])
+            return
+        if not authorization:
+            raise BatchServiceError(
+                401,
+                "AuthenticationFailed",
+                "Server failed to authenticate the request. The Authorization header is missing.",
+            )
+        query = request.raw_path.split("?", 1)[1] if "?" in request.raw_path else ""
+        path = request.raw_path.split("?", 1)[0]
+        verify_shared_key(
+            authorization,
+            request.method,
+            path,
+            query,
+            request.headers,
+            self.config.account_name,
+            self.config.account_key,
+        )
+        await _check_body_integrity(request)
+
+    def _log(self, request: web.Request, status: int, operation: str, started: float, note: str = "") -> None:
+        if self.config.log_requests:
+            elapsed = (time.perf_counter() - started) * 1000
+            log.info("%s %s %s %s %.1fms %s", request.method, request.raw_path, status, operation, elapsed, note)
+
+    # -- administration (not part of the Batch API) ---------------------------------------------------
+    async def _health(self, request: web.Request) -> web.Response:
+        return web.json_response({"status": "ok", "url": self.url})
+
+    async def _stats(self, request: web.Request) -> web.Response:
+        return web.json_response({"requests": dict(self.requests), "total": sum(self.requests.values())})
+
+    async def _reset_stats(self, request: web.Request) -> web.Response:
+        self.requests.clear()
+        return web.json_response({"requests": {}, "total": 0})
+
+    async def _get_faults(self, request: web.Request) -> web.Response:
+        return web.json_response({"spec": self.faults.spec})
+
+    async def _put_faults(self, request: web.Request) -> web.Response:
+        from .faults import FaultSpecError
+
+        spec = (await request.text()).strip()
+        try:
+            self.faults = FaultInjector.parse(spec, OPERATIONS, self.config.fault_seed)
+        except FaultSpecError as exc:
+            return web.json_response({"error": str(exc)}, status=400)
+        return web.json_response({"spec": spec})
+
+
+def _retry_after(seconds: float) -> str:
+    return str(int(seconds)) if float(seconds).is_integer() else str(seconds)
+
+
+def _check_query(request: web.Request) -> None:
+    version = request.query.get("api-version")
+    if not version:
+        raise BatchServiceError(
+            400,
+            "MissingRequiredQueryParameter",
+            "A query parameter that's mandatory for this request is not specified.",
+            [("QueryParameterName", "api-version")],
+        )
+    if version not in SUPPORTED_API_VERSIONS:
+        raise invalid_query("api-version", version, f"Supported versions: {', '.join(SUPPORTED_API_VERSIONS)}.")
+    timeout = request.query.get("timeOut") or request.query.get("timeout")
+    if timeout is not None and not timeout.isdigit():
+        raise invalid_query("timeOut", timeout, "The value must be a number of seconds.")
+
+
+async def _check_body_integrity(request: web.Request) -> None:
+    """Content-Length is signed; a body that does not match it was changed on the way."""
+    declared = request.headers.get("Content-Length")
+    if declared is None or request.method in ("GET", "HEAD"):
+        return
+    body = await request.read()
+    if len(body) != int(declared):
+        from .rest.errors import authentication_failed
+
+        raise authentication_failed("The request body does not match the signed Content-Length.")
+    md5 = request.headers.get("Content-MD5")
+    if md5:
+        import base64
+        import hashlib
+
+        if base64.b64encode(hashlib.md5(body).digest()).decode() != md5:
+            raise BatchServiceError(
+                400, "Md5Mismatch", "The MD5 value specified in the request did not match the body."
+            )

@@ -1,0 +1,113 @@
+"""Command line of the local Batch service."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from pathlib import Path
+
+from .account import DEV_ACCOUNT_KEY, DEV_ACCOUNT_NAME
+from .app import EmulatorConfig, LocalBatchServer
+from .faults import FaultSpecError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m local_azure_batch",
+        description="A local Azure Batch service: the Batch data-plane REST API (2025-06-01), tasks run as "
+        "local processes.",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=0, help="port to bind; 0 picks a free one (default)")
+    parser.add_argument("--account-name", default=DEV_ACCOUNT_NAME, help="Batch account name")
+    parser.add_argument("--account-key", default=DEV_ACCOUNT_KEY, help="base64 Shared Key of the account")
+    parser.add_argument("--tls", action="store_true", help="serve HTTPS with a generated CA; enables token auth")
+    parser.add_argument("--task-root", type=Path, help="where node and task directories go (default: a temp dir)")
+    parser.add_argument("--keep", action="store_true", help="keep the task root on shutdown")
+    parser.add_argument("--faults", default="", help="fault injection rules, see the README")
+    parser.add_argument("--fault-seed", type=int, help="seed for rate-based faults (reproducible runs)")
+    parser.add_argument(
+        "--node-start-seconds", type=float, default=1.0, help="time a new compute node takes to become idle"
+    )
+    parser.add_argument(
+        "--autoscale-interval",
+        type=float,
+        default=5.0,
+        help="seconds between autoscale evaluations (0: use each pool's own interval, like the service)",
+    )
+    parser.add_argument(
+        "--node-quota",
+        type=_non_negative_int,
+        help="most nodes the account may hold, all pools together (default: no limit); a resize beyond it "
+        "gets what fits and a resize error, like an account out of core quota",
+    )
+    parser.add_argument(
+        "--sp-certificate", type=Path, help="PEM certificate accepted for the development service principal"
+    )
+    parser.add_argument("--quiet", action="store_true", help="do not log requests")
+    return parser
+
+
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be 0 or more")
+    return value
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.account_key:
+        import base64
+        import binascii
+
+        try:
+            base64.b64decode(args.account_key, validate=True)
+        except binascii.Error:
+            print("--account-key must be base64 (like the keys the Azure portal shows)", file=sys.stderr)
+            return 2
+    config = EmulatorConfig(
+        host=args.host,
+        port=args.port,
+        account_name=args.account_name,
+        account_key=args.account_key,
+        tls=args.tls,
+        task_root=args.task_root,
+        keep=args.keep,
+        faults=args.faults,
+        fault_seed=args.fault_seed,
+        node_start_seconds=args.node_start_seconds,
+        autoscale_interval_seconds=args.autoscale_interval or None,
+        node_quota=args.node_quota,
+        sp_certificate=args.sp_certificate,
+        log_requests=not args.quiet,
+    )
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stdout)
+    try:
+        asyncio.run(_serve(config))
+    except FaultSpecError as exc:
+        print(f"--faults: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"cannot start the local Batch service: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+async def _serve(config: EmulatorConfig) -> None:
+    server = LocalBatchServer(config)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await server.start()
+    try:
+        if server.tls_files is not None:
+            print(f"AZBATCH_EMULATOR_CA={server.tls_files.ca_cert}", flush=True)
+        print(f"AZBATCH_EMULATOR_URL={server.url}", flush=True)
+        await stop.wait()
+    finally:
+        await server.stop()

@@ -1,0 +1,194 @@
+"""Jobs: their settings, their life cycle and the bookkeeping over their tasks."""
+
+from __future__ import annotations
+
+import copy
+from collections import Counter, deque
+from typing import TYPE_CHECKING, Any
+
+from local_azure_batch.rest.errors import invalid_property
+
+from . import validation as v
+from .clock import iso, utcnow
+from .durations import UNLIMITED_TEXT, parse_duration
+from .entity import Entity
+from .tasks import ACTIVE, COMPLETED, PREPARING, RUNNING, Task
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from .pools import Pool
+
+ACTIVE_JOB, DISABLING, DISABLED, ENABLING = "active", "disabling", "disabled", "enabling"
+TERMINATING, COMPLETED_JOB, DELETING = "terminating", "completed", "deleting"
+
+ALL_TASKS_COMPLETE = ("noaction", "terminatejob")
+TASK_FAILURE = ("noaction", "performexitoptionsjobaction")
+
+
+def normalize_job(body: Any, normalize_pool_spec) -> dict[str, Any]:
+    if not isinstance(body, dict):
+        raise invalid_property("job", body, "The job must be a JSON object.")
+    spec = copy.deepcopy(body)
+    v.check_id(v.require(spec, "id"))
+    pool_info = v.require(spec, "poolInfo")
+    normalize_pool_info(pool_info, normalize_pool_spec)
+    normalize_mutable_job_fields(spec)
+    spec.setdefault("usesTaskDependencies", False)
+    v.enum(spec, "onTaskFailure", TASK_FAILURE, "noaction")
+    v.environment_settings(spec.get("commonEnvironmentSettings"), "commonEnvironmentSettings")
+    prep = spec.get("jobPreparationTask")
+    if prep is not None:
+        v.require(prep, "commandLine", "jobPreparationTask.commandLine")
+        prep.setdefault("id", "jobpreparation")
+        constraints = prep.setdefault("constraints", {})
+        v.duration(constraints, "maxWallClockTime", UNLIMITED_TEXT, "jobPreparationTask.constraints.maxWallClockTime")
+        v.duration(constraints, "retentionTime", "P7D", "jobPreparationTask.constraints.retentionTime")
+        constraints.setdefault("maxTaskRetryCount", 0)
+        prep.setdefault("userIdentity", {"autoUser": {"scope": "pool", "elevationLevel": "nonadmin"}})
+        prep.setdefault("waitForSuccess", True)
+        prep.setdefault("rerunOnNodeRebootAfterSuccess", True)
+    release = spec.get("jobReleaseTask")
+    if release is not None:
+        if prep is None:
+            raise invalid_property(
+                "jobReleaseTask", "...", "A job release task needs a job preparation task on the same job."
+            )
+        v.require(release, "commandLine", "jobReleaseTask.commandLine")
+        release.setdefault("id", "jobrelease")
+        v.duration(release, "maxWallClockTime", "PT15M", "jobReleaseTask.maxWallClockTime")
+        v.duration(release, "retentionTime", "P7D", "jobReleaseTask.retentionTime")
+        release.setdefault("userIdentity", {"autoUser": {"scope": "pool", "elevationLevel": "nonadmin"}})
+    if spec.get("jobManagerTask") is not None:
+        raise invalid_property(
+            "jobManagerTask", "...", "Job manager tasks are not supported by the local Batch service."
+        )
+    return spec
+
+
+def normalize_pool_info(pool_info: Any, normalize_pool_spec) -> None:
+    if not isinstance(pool_info, dict) or not (pool_info.get("poolId") or pool_info.get("autoPoolSpecification")):
+        raise invalid_property(
+            "poolInfo", pool_info, "Specify either poolInfo.poolId or poolInfo.autoPoolSpecification."
+        )
+    auto = pool_info.get("autoPoolSpecification")
+    if auto is not None:
+        v.enum(
+            auto,
+            "poolLifetimeOption",
+            ("job", "jobschedule"),
+            path="poolInfo.autoPoolSpecification.poolLifetimeOption",
+        )
+        v.require(auto, "poolLifetimeOption", "poolInfo.autoPoolSpecification.poolLifetimeOption")
+        auto.setdefault("keepAlive", False)
+        auto["pool"] = normalize_pool_spec(
+            v.require(auto, "pool", "poolInfo.autoPoolSpecification.pool"),
+            "poolInfo.autoPoolSpecification.pool.",
+        )
+
+
+def normalize_mutable_job_fields(spec: dict[str, Any]) -> None:
+    """The fields both create and update accept, with the service's defaults."""
+    spec.setdefault("priority", 0)
+    spec.setdefault("allowTaskPreemption", False)
+    v.integer(spec, "priority", minimum=-1000, maximum=1000)
+    spec.setdefault("maxParallelTasks", -1)
+    if spec["maxParallelTasks"] == 0 or (v.integer(spec, "maxParallelTasks", minimum=-1) or 0) < -1:
+        raise invalid_property("maxParallelTasks", 0, "maxParallelTasks must be -1 (no limit) or at least 1.")
+    constraints = spec.setdefault("constraints", {})
+    v.duration(constraints, "maxWallClockTime", UNLIMITED_TEXT, "constraints.maxWallClockTime")
+    if v.integer(constraints, "maxTaskRetryCount", minimum=-1, path="constraints.maxTaskRetryCount") is None:
+        constraints["maxTaskRetryCount"] = 0
+    v.enum(spec, "onAllTasksComplete", ALL_TASKS_COMPLETE, "noaction")
+
+
+class Job(Entity):
+    def __init__(self, spec: dict[str, Any]) -> None:
+        super().__init__(ACTIVE_JOB)
+        self.id: str = spec["id"]
+        self.spec = spec
+        self.execution: dict[str, Any] = {"startTime": iso(self.creation_time)}
+        self.tasks: dict[str, Task] = {}
+        # Active tasks whose dependencies are met, in the order they were added.
+        self.ready: deque[Task] = deque()
+        # Active tasks still waiting for dependencies.
+        self.waiting: dict[str, Task] = {}
+        self.counts: Counter[str] = Counter()
+        self.slot_counts: Counter[str] = Counter()
+        self.auto_pool: Pool | None = None
+        # Nodes that ran this job's preparation task: node id -> status record.
+        self.preparation: dict[str, dict[str, Any]] = {}
+        self.release: dict[str, dict[str, Any]] = {}
+
+    @property
+    def key(self) -> str:
+        return self.id.lower()
+
+    @property
+    def pool_id(self) -> str | None:
+        if self.auto_pool is not None:
+            return self.auto_pool.id
+        return self.spec["poolInfo"].get("poolId")
+
+    @property
+    def wall_clock_deadline(self) -> datetime | None:
+        text = self.spec["constraints"]["maxWallClockTime"]
+        if text == UNLIMITED_TEXT:
+            return None
+        return self.creation_time + parse_duration(text)
+
+    @property
+    def is_schedulable(self) -> bool:
+        return self.state == ACTIVE_JOB
+
+    @property
+    def accepts_tasks(self) -> bool:
+        return self.state in (ACTIVE_JOB, DISABLING, DISABLED, ENABLING)
+
+    # -- task bookkeeping ---------------------------------------------------------------------------
+    def count_task(self, task: Task, sign: int) -> None:
+        state = RUNNING if task.state == PREPARING else task.state
+        self.counts[state] += sign
+        self.slot_counts[state] += sign * task.slots
+        if task.state == COMPLETED:
+            outcome = "succeeded" if task.execution.get("result") == "success" else "failed"
+            self.counts[outcome] += sign
+            self.slot_counts[outcome] += sign * task.slots
+
+    def change_task_state(self, task: Task, state: str) -> None:
+        self.count_task(task, -1)
+        task.set_state(state)
+        self.count_task(task, +1)
+
+    def all_tasks_complete(self) -> bool:
+        return self.counts[ACTIVE] == 0 and self.counts[RUNNING] == 0
+
+    def task_counts(self) -> dict[str, Any]:
+        def block(counter: Counter[str]) -> dict[str, int]:
+            return {name: max(0, counter[name]) for name in ("active", "running", "completed", "succeeded", "failed")}
+
+        return {"taskCounts": block(self.counts), "taskSlotCounts": block(self.slot_counts)}
+
+    def running_count(self) -> int:
+        return self.counts[RUNNING]
+
+    def active_ready_count(self) -> int:
+        return sum(1 for task in self.ready if task.state == ACTIVE)
+
+    def to_wire(self, base_url: str) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id}
+        if "displayName" in self.spec:
+            out["displayName"] = self.spec["displayName"]
+        out.update(self._header(f"{base_url}/jobs/{self.id}"))
+        out.update(self._state_fields())
+        for name, value in self.spec.items():
+            if name not in ("id", "displayName"):
+                out[name] = v.without_secrets(value)
+        execution = dict(self.execution)
+        if self.pool_id:
+            execution["poolId"] = self.pool_id
+        out["executionInfo"] = execution
+        return out
+
+    def mark_ended(self) -> None:
+        self.execution["endTime"] = iso(utcnow())

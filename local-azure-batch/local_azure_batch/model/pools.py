@@ -1,0 +1,315 @@
+"""Pools and their simulated compute nodes."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import hashlib
+import uuid
+from collections import deque
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from local_azure_batch.rest.errors import invalid_property
+from local_azure_batch.runner.layout import NodeDirs
+
+from . import validation as v
+from .autoscale import Sample
+from .clock import iso, utcnow
+from .entity import Entity
+
+if TYPE_CHECKING:
+    from .task_instances import TaskInstance
+    from .tasks import Task
+
+POOL_ACTIVE, POOL_DELETING = "active", "deleting"
+STEADY, RESIZING, STOPPING = "steady", "resizing", "stopping"
+
+# Node states (the subset a simulated node goes through).
+CREATING, STARTING, WAITING_FOR_START_TASK, START_TASK_FAILED = (
+    "creating",
+    "starting",
+    "waitingforstarttask",
+    "starttaskfailed",
+)
+IDLE, RUNNING, LEAVING_POOL, UNUSABLE = "idle", "running", "leavingpool", "unusable"
+
+DEALLOCATION_OPTIONS = ("requeue", "terminate", "taskcompletion", "retaineddata")
+MIN_AUTOSCALE_INTERVAL = timedelta(minutes=5)
+MAX_AUTOSCALE_INTERVAL = timedelta(hours=168)
+SAMPLE_HISTORY = timedelta(hours=1)
+
+
+def normalize_pool(body: Any, path: str = "", *, require_id: bool = True) -> dict[str, Any]:
+    """Validate a pool (or auto-pool) specification and fill in the service's defaults."""
+    if not isinstance(body, dict):
+        raise invalid_property(path.rstrip(".") or "pool", body, "The pool must be a JSON object.")
+    spec = copy.deepcopy(body)
+    if require_id:
+        v.check_id(v.require(spec, "id"))
+    vm_size = v.require(spec, "vmSize", f"{path}vmSize")
+    spec["vmSize"] = str(vm_size).lower()
+    vm_config = v.require(spec, "virtualMachineConfiguration", f"{path}virtualMachineConfiguration")
+    image = v.require(vm_config, "imageReference", f"{path}virtualMachineConfiguration.imageReference")
+    if image.get("virtualMachineImageId"):
+        raise invalid_property(
+            "virtualMachineImageId",
+            image["virtualMachineImageId"],
+            "The specified image does not exist: the local Batch service has no compute galleries; use a "
+            "marketplace image (publisher, offer, sku).",
+        )
+    image.setdefault("version", "latest")
+    agent = v.require(vm_config, "nodeAgentSKUId", f"{path}virtualMachineConfiguration.nodeAgentSKUId")
+    for disk in vm_config.get("dataDisks") or []:
+        disk.setdefault("caching", "none")
+        disk.setdefault("managedDisk", {"storageAccountType": "standard_lrs"})
+    for account in spec.get("userAccounts") or []:
+        v.require(account, "name", f"{path}userAccounts.name")
+        account.setdefault("elevationLevel", "nonadmin")
+        if "windows" in str(agent).lower():
+            account.setdefault("windowsUserConfiguration", {"loginMode": "batch"})
+    container = vm_config.get("containerConfiguration")
+    if container is not None:
+        v.enum(
+            container,
+            "type",
+            ("dockerCompatible", "criCompatible"),
+            path=f"{path}virtualMachineConfiguration.containerConfiguration.type",
+        )
+        v.require(container, "type", f"{path}virtualMachineConfiguration.containerConfiguration.type")
+    subnet = (spec.get("networkConfiguration") or {}).get("subnetId")
+    if subnet:
+        raise invalid_property(
+            "subnetId",
+            subnet,
+            "The specified subnet does not exist: the local Batch service has no virtual networks.",
+        )
+    network = spec.get("networkConfiguration")
+    if isinstance(network, dict):
+        network.setdefault("dynamicVNetAssignmentScope", "none")
+        network.setdefault("enableAcceleratedNetworking", False)
+    v.duration(spec, "resizeTimeout", "PT15M", f"{path}resizeTimeout")
+    spec.setdefault("taskSlotsPerNode", 1)
+    v.integer(spec, "taskSlotsPerNode", minimum=1, maximum=256, path=f"{path}taskSlotsPerNode")
+    policy = spec.setdefault("taskSchedulingPolicy", {})
+    v.enum(policy, "nodeFillType", ("Spread", "Pack"), "Spread", f"{path}taskSchedulingPolicy.nodeFillType")
+    v.enum(
+        policy,
+        "jobDefaultOrder",
+        ("none", "creationtime"),
+        "none",
+        f"{path}taskSchedulingPolicy.jobDefaultOrder",
+    )
+    spec.setdefault("enableInterNodeCommunication", False)
+    spec.setdefault("enableAutoScale", False)
+    if spec["enableAutoScale"]:
+        v.require(spec, "autoScaleFormula", f"{path}autoScaleFormula")
+        check_autoscale_interval(spec, path)
+        for name in ("targetDedicatedNodes", "targetLowPriorityNodes"):
+            if spec.get(name):
+                raise invalid_property(
+                    f"{path}{name}", spec[name], f"{name} cannot be set when enableAutoScale is true."
+                )
+    else:
+        if spec.get("autoScaleFormula"):
+            raise invalid_property(
+                f"{path}autoScaleFormula", "...", "autoScaleFormula needs enableAutoScale set to true."
+            )
+        for name in ("targetDedicatedNodes", "targetLowPriorityNodes"):
+            spec.setdefault(name, 0)
+            v.integer(spec, name, minimum=0, maximum=10000, path=f"{path}{name}")
+    start_task = spec.get("startTask")
+    if start_task is not None:
+        v.require(start_task, "commandLine", f"{path}startTask.commandLine")
+        start_task.setdefault("maxTaskRetryCount", 0)
+        start_task.setdefault("waitForSuccess", True)
+        start_task.setdefault("userIdentity", {"autoUser": {"scope": "pool", "elevationLevel": "nonadmin"}})
+    return spec
+
+
+def check_autoscale_interval(spec: dict[str, Any], path: str = "") -> None:
+    v.duration(spec, "autoScaleEvaluationInterval", "PT15M", f"{path}autoScaleEvaluationInterval")
+    from .durations import parse_duration
+
+    interval = parse_duration(spec["autoScaleEvaluationInterval"])
+    if not MIN_AUTOSCALE_INTERVAL <= interval <= MAX_AUTOSCALE_INTERVAL:
+        raise invalid_property(
+            f"{path}autoScaleEvaluationInterval",
+            spec["autoScaleEvaluationInterval"],
+            "The autoscale evaluation interval must be between 5 minutes and 168 hours.",
+        )
+
+
+class ComputeNode:
+    def __init__(self, pool: Pool, index: int, dedicated: bool, task_root: Path) -> None:
+        digest = hashlib.sha256(f"{pool.id}/{index}/{uuid.uuid4()}".encode()).hexdigest()
+        self.id = f"tvmps_{digest}_{'d' if dedicated else 'p'}"
+        self.pool = pool
+        self.index = index
+        self.is_dedicated = dedicated
+        self.state = CREATING
+        self.state_time = utcnow()
+        self.allocation_time = self.state_time
+        self.last_boot_time: datetime | None = None
+        self.ip_address = f"10.0.{index // 250}.{index % 250 + 4}"
+        self.dirs = NodeDirs.for_node(task_root, pool.id, self.id)
+        self.running: dict[int, Task] = {}
+        self.running_slots = 0
+        self.total_run = 0
+        self.total_succeeded = 0
+        # What recentTasks shows: a task, or the subtask of a multi-instance task this node ran.
+        self.recent: deque[Task | TaskInstance] = deque(maxlen=5)
+        self.start_task_info: dict[str, Any] | None = None
+        # Set when the pool shrinks and this node must go once its tasks are done.
+        self.leaving = False
+        self.removal: asyncio.Task[None] | None = None
+
+    @property
+    def affinity_id(self) -> str:
+        return f"TVM:{self.id}"
+
+    @property
+    def usable(self) -> bool:
+        return self.state in (IDLE, RUNNING) and not self.leaving
+
+    def free_slots(self) -> int:
+        return self.pool.task_slots - self.running_slots
+
+    def set_state(self, state: str) -> None:
+        if state != self.state:
+            self.state, self.state_time = state, utcnow()
+
+    def add_task(self, task: Task, instance: TaskInstance | None = None) -> None:
+        self.running[id(task)] = task
+        self.running_slots += task.slots
+        self.total_run += 1
+        self.recent.append(instance or task)
+        self.set_state(RUNNING)
+
+    def remove_task(self, task: Task, succeeded: bool | None = None) -> None:
+        """``succeeded`` tells how a subtask went; a task's own result counts otherwise."""
+        if self.running.pop(id(task), None) is not None:
+            self.running_slots -= task.slots
+            if succeeded is None:
+                succeeded = task.execution.get("result") == "success"
+            self.total_succeeded += int(succeeded)
+        if not self.running and self.state == RUNNING:
+            self.set_state(IDLE)
+
+    def to_wire(self, base_url: str) -> dict[str, Any]:
+        url = f"{base_url}/pools/{self.pool.id}/nodes/{self.id}"
+        out: dict[str, Any] = {
+            "id": self.id,
+            "url": url,
+            "state": self.state,
+            "schedulingState": "enabled",
+            "stateTransitionTime": iso(self.state_time),
+            "allocationTime": iso(self.allocation_time),
+            "ipAddress": self.ip_address,
+            "affinityId": self.affinity_id,
+            "vmSize": self.pool.spec["vmSize"],
+            "totalTasksRun": self.total_run,
+            "totalTasksSucceeded": self.total_succeeded,
+            "runningTasksCount": len(self.running),
+            "runningTaskSlotsCount": self.running_slots,
+            "isDedicated": self.is_dedicated,
+        }
+        if self.last_boot_time is not None:
+            out["lastBootTime"] = iso(self.last_boot_time)
+            out["nodeAgentInfo"] = {"lastUpdateTime": iso(self.last_boot_time), "version": "1.12.34"}
+        if self.recent:
+            out["recentTasks"] = [entry.recent_info(base_url) for entry in self.recent]
+        start_task = self.pool.spec.get("startTask")
+        if start_task is not None:
+            out["startTask"] = v.without_secrets(start_task)
+        if self.start_task_info is not None:
+            out["startTaskInfo"] = dict(self.start_task_info)
+        out["virtualMachineInfo"] = {
+            "imageReference": {
+                **self.pool.spec["virtualMachineConfiguration"]["imageReference"],
+                "exactVersion": self.pool.spec["virtualMachineConfiguration"]["imageReference"].get(
+                    "version", "latest"
+                ),
+            }
+        }
+        return out
+
+
+class Pool(Entity):
+    def __init__(self, spec: dict[str, Any], *, owner_job: str | None = None) -> None:
+        super().__init__(POOL_ACTIVE)
+        self.id: str = spec["id"]
+        self.spec = spec
+        self.owner_job = owner_job
+        self.allocation_state = STEADY
+        self.allocation_time = self.creation_time
+        self.nodes: dict[str, ComputeNode] = {}
+        self.node_counter = 0
+        self.resize_errors: list[dict[str, Any]] = []
+        self.auto_scale_run: dict[str, Any] | None = None
+        self.next_autoscale: datetime | None = None
+        self.deallocation_option = "requeue"
+        self.samples: deque[tuple[datetime, dict[str, float]]] = deque()
+        self.resize_started: datetime | None = None
+
+    @property
+    def key(self) -> str:
+        return self.id.lower()
+
+    @property
+    def task_slots(self) -> int:
+        return int(self.spec["taskSlotsPerNode"])
+
+    @property
+    def target_dedicated(self) -> int:
+        return int(self.spec.get("targetDedicatedNodes") or 0)
+
+    @property
+    def target_low_priority(self) -> int:
+        return int(self.spec.get("targetLowPriorityNodes") or 0)
+
+    def members(self, dedicated: bool) -> list[ComputeNode]:
+        return [node for node in self.nodes.values() if node.is_dedicated == dedicated and not node.leaving]
+
+    def set_allocation(self, state: str) -> None:
+        if state != self.allocation_state:
+            self.allocation_state, self.allocation_time = state, utcnow()
+
+    # -- autoscale sample history (the SampleHistory protocol of model.autoscale) ------------------
+    def record_sample(self, values: dict[str, float]) -> None:
+        now = utcnow()
+        self.samples.append((now, values))
+        while self.samples and now - self.samples[0][0] > SAMPLE_HISTORY:
+            self.samples.popleft()
+
+    def samples_of(self, variable: str) -> list[Sample]:
+        return [Sample(at=at, value=values[variable]) for at, values in self.samples if variable in values]
+
+    def to_wire(self, base_url: str) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id}
+        if "displayName" in self.spec:
+            out["displayName"] = self.spec["displayName"]
+        out.update(self._header(f"{base_url}/pools/{self.id}"))
+        out.update(self._state_fields())
+        out["allocationState"] = self.allocation_state
+        out["allocationStateTransitionTime"] = iso(self.allocation_time)
+        out["vmSize"] = self.spec["vmSize"]
+        out["resizeTimeout"] = self.spec["resizeTimeout"]
+        out["currentDedicatedNodes"] = sum(1 for node in self.nodes.values() if node.is_dedicated)
+        out["targetDedicatedNodes"] = self.target_dedicated
+        out["currentLowPriorityNodes"] = sum(1 for node in self.nodes.values() if not node.is_dedicated)
+        out["targetLowPriorityNodes"] = self.target_low_priority
+        if self.resize_errors:
+            out["resizeErrors"] = list(self.resize_errors)
+        out["enableAutoScale"] = bool(self.spec.get("enableAutoScale"))
+        if self.spec.get("enableAutoScale"):
+            out["autoScaleFormula"] = self.spec["autoScaleFormula"]
+            out["autoScaleEvaluationInterval"] = self.spec["autoScaleEvaluationInterval"]
+            if self.auto_scale_run is not None:
+                out["autoScaleRun"] = dict(self.auto_scale_run)
+        skip = set(out) | {"id", "displayName"}
+        for name, value in self.spec.items():
+            if name not in skip:
+                out[name] = v.without_secrets(value)
+        return out

@@ -1,0 +1,148 @@
+"""Start the local Batch service from Python code and tests.
+
+    from local_azure_batch.testing import run_local_batch_service
+
+    with run_local_batch_service() as batch:
+        client = BatchClient(batch.url, AzureNamedKeyCredential(batch.account_name, batch.account_key))
+
+In pytest, enable the plugin (``pytest_plugins = ["local_azure_batch.pytest_plugin"]`` in a conftest, or
+``-p local_azure_batch.pytest_plugin``) for a session-scoped ``local_batch_service`` fixture, or start
+your own with different options.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections import deque
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .account import DEV_ACCOUNT_KEY, DEV_ACCOUNT_NAME, DEV_CLIENT_ID, DEV_CLIENT_SECRET, DEV_TENANT_ID
+
+STARTUP_TIMEOUT_SECONDS = 30.0
+
+
+@dataclass
+class LocalBatchService:
+    """A running local Batch service (a child process) and how to reach it."""
+
+    url: str
+    account_name: str
+    account_key: str
+    process: subprocess.Popen[str]
+    ca_file: str | None = None
+    tenant_id: str = DEV_TENANT_ID
+    client_id: str = DEV_CLIENT_ID
+    client_secret: str = DEV_CLIENT_SECRET
+    output: deque[str] = field(default_factory=lambda: deque(maxlen=2000))
+
+    # -- administration endpoints -------------------------------------------------------------------
+    def _admin(self, method: str, path: str, body: str | None = None) -> dict:
+        request = urllib.request.Request(
+            f"{self.url}/_emulator/{path}", method=method, data=body.encode() if body is not None else None
+        )
+        context = None
+        if self.ca_file:
+            import ssl
+
+            context = ssl.create_default_context(cafile=self.ca_file)
+        with urllib.request.urlopen(request, timeout=10, context=context) as response:
+            return json.loads(response.read())
+
+    def request_counts(self) -> dict[str, int]:
+        """Requests served per REST operation id since start (or the last reset)."""
+        return self._admin("GET", "stats")["requests"]
+
+    def reset_request_counts(self) -> None:
+        self._admin("DELETE", "stats")
+
+    def set_faults(self, spec: str) -> None:
+        """Replace the fault injection rules (see the README's fault syntax); '' turns them off."""
+        self._admin("PUT", "faults", spec)
+
+    def log_text(self) -> str:
+        return "\n".join(self.output)
+
+
+@contextlib.contextmanager
+def run_local_batch_service(
+    *,
+    tls: bool = False,
+    account_name: str = DEV_ACCOUNT_NAME,
+    account_key: str = DEV_ACCOUNT_KEY,
+    extra_args: Sequence[str] = (),
+    task_root: Path | None = None,
+    env: dict[str, str] | None = None,
+) -> Iterator[LocalBatchService]:
+    """Run ``python -m local_azure_batch`` on a free port until the block ends."""
+    command = [
+        sys.executable,
+        "-m",
+        "local_azure_batch",
+        "--account-name",
+        account_name,
+        "--account-key",
+        account_key,
+        *(["--tls"] if tls else []),
+        *(["--task-root", str(task_root)] if task_root else []),
+        *extra_args,
+    ]
+    process = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+        start_new_session=True,
+    )
+    output: deque[str] = deque(maxlen=2000)
+    url = ca_file = None
+    deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
+    assert process.stdout is not None
+    while url is None:
+        line = process.stdout.readline()
+        if not line:
+            process.wait(timeout=5)
+            raise RuntimeError(f"the local Batch service exited during startup:\n{''.join(output)}")
+        output.append(line.rstrip("\n"))
+        if line.startswith("AZBATCH_EMULATOR_CA="):
+            ca_file = line.split("=", 1)[1].strip()
+        if line.startswith("AZBATCH_EMULATOR_URL="):
+            url = line.split("=", 1)[1].strip()
+        if time.monotonic() > deadline:
+            process.kill()
+            raise RuntimeError("the local Batch service did not start within 30 seconds")
+
+    def drain() -> None:  # keep the pipe from filling up
+        assert process.stdout is not None
+        for line in process.stdout:
+            output.append(line.rstrip("\n"))
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    service = LocalBatchService(url, account_name, account_key, process, ca_file, output=output)
+    try:
+        yield service
+    finally:
+        stop_process(process)
+        reader.join(timeout=5)
+
+
+def stop_process(process: subprocess.Popen[str], timeout: float = 20.0) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
