@@ -202,6 +202,55 @@ CONFIG_OPTIONS: dict[str, Any] = {
         "example": "60",
         "default": "30",
     },
+    "submit_retry_seconds": {
+        "description": "How long a submission request (create job, add tasks, set the job's completion rule, "
+        "create a pool) is repeated while the network or the service fail transiently (dropped connections, "
+        "5xx, throttling). The requests are idempotent; after this the task fails saying which step failed.",
+        "version_added": "0.2.0",
+        "type": "float",
+        "example": "600",
+        "default": "300",
+    },
+    "quota_wait_seconds": {
+        "description": "How long a submission waits for the Batch account to get below a quota it is at "
+        "(ActiveJobAndScheduleQuotaReached, PoolQuotaReached) before failing. Deferrable tasks wait in the "
+        "triggerer, not in a worker slot.",
+        "version_added": "0.2.0",
+        "type": "float",
+        "example": "3600",
+        "default": "1800",
+    },
+    "quota_retry_seconds": {
+        "description": "Seconds between submission attempts while the account is at a quota.",
+        "version_added": "0.2.0",
+        "type": "float",
+        "example": "120",
+        "default": "60",
+    },
+    "checkpoint_interval": {
+        "description": "Least seconds between two checkpoints of a deferred job's output positions (an XCom "
+        "write through the execution API). After a triggerer crash at most this much output is shown again.",
+        "version_added": "0.2.0",
+        "type": "float",
+        "example": "60",
+        "default": "30",
+    },
+    "idle_stream_interval": {
+        "description": "Longest time between two looks at the output files of a running task whose output "
+        "stays quiet (active ones are looked at every poll): the most new output can wait before it is seen.",
+        "version_added": "0.2.0",
+        "type": "float",
+        "example": "60",
+        "default": "30",
+    },
+    "partial_line_seconds": {
+        "description": "An unfinished output line (a progress bar writing no newline) is shown as it is after "
+        "waiting this long for its end.",
+        "version_added": "0.2.0",
+        "type": "float",
+        "example": "30",
+        "default": "10",
+    },
     "max_read_bytes": {
         "description": "Most bytes read from one task file per poll; a file growing faster is caught up "
         "over the next polls, so memory stays bounded.",

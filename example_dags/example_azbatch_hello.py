@@ -11,7 +11,7 @@ from datetime import datetime
 from airflow.sdk import DAG, task
 
 from airflow_provider_azbatch.operators.job import AzureBatchJobOperator
-from airflow_provider_azbatch.utils.pool_strategy import BatchPool
+from airflow_provider_azbatch.pools import BatchPool
 
 DEMO_POOL = BatchPool.shared(
     "azbatch-demo", requirements={"cpus": 1}, max_nodes=2, autoscale=False, task_slots_per_node=2

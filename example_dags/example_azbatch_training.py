@@ -23,7 +23,7 @@ from pathlib import Path
 from airflow.sdk import DAG, task
 
 from airflow_provider_azbatch.operators.job import AzureBatchJobOperator
-from airflow_provider_azbatch.utils.pool_strategy import BatchPool
+from airflow_provider_azbatch.pools import BatchPool
 
 CODE = Path(__file__).parent / "azbatch_training"
 # Blob paths of this run (run ids hold ':' and '+', which make awkward blob names).

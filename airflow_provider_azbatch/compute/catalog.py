@@ -177,7 +177,8 @@ def _parse_size(entry: object, index: int, origin: str) -> VmSize:
         if value is None and not required:
             return None
         kind_ok = isinstance(value, int) if integer else isinstance(value, (int, float))
-        if isinstance(value, bool) or not kind_ok or not math.isfinite(value) or value < minimum:
+        numeric = value if kind_ok and not isinstance(value, bool) else None
+        if numeric is None or not math.isfinite(numeric) or numeric < minimum:
             wanted = "an integer" if integer else "a number"
             raise CatalogError(f"{where}: {key!r} must be {wanted} >= {minimum}, got {value!r}")
         return value
@@ -205,7 +206,7 @@ def _parse_size(entry: object, index: int, origin: str) -> VmSize:
         memory_gib=float(number("memory_gib", minimum=0.001)),
         hourly_usd=float(number("hourly_usd")),
         gpus=gpus,
-        gpu_kind=gpu_kind.strip().upper() if gpus else None,
+        gpu_kind=gpu_kind.strip().upper() if gpus and isinstance(gpu_kind, str) else None,
         gpu_memory_gib=None if gpu_memory is None else float(gpu_memory),
         max_data_disks=number("max_data_disks", integer=True, required=False),
         **flags,

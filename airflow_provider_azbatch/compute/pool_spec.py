@@ -159,7 +159,7 @@ def pool_spec_from_requirements(
     }
     if not autoscale:
         target = "target_low_priority_nodes" if req.low_priority else "target_dedicated_nodes"
-        return PoolSpec(**common, **{target: max_nodes})
+        return PoolSpec(**{**common, target: max_nodes})
     # Built before the formula so a bad task_slots_per_node is reported as a pool field.
     spec = PoolSpec(**common)
     formula = autoscale_formula(

@@ -1,11 +1,19 @@
-"""``AzureBatchHook``: one ``azbatch`` connection = one Batch account, sync and async clients."""
+"""``AzureBatchHook``: one ``azbatch`` connection = one Batch account; every synchronous Batch request.
+
+Besides the usual CRUD, the hook answers the read primitives a watch step is built from
+(:data:`~airflow_provider_azbatch.watching.calls.READ_METHODS`), and makes the submission requests
+(create job, add tasks, close the job, create a pool) idempotent and retried: with this provider's
+deterministic job ids they are safe to repeat, so a dropped connection or a 5xx costs a retry, not a
+failed task or a job left half submitted.
+"""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from airflow.sdk import BaseHook
@@ -24,10 +32,33 @@ from azure.core.exceptions import (
 )
 
 from airflow_provider_azbatch import config
-from airflow_provider_azbatch.hooks.connection import BatchConnectionSettings, ConnectionConfigError
+from airflow_provider_azbatch.enums import enum_value
+from airflow_provider_azbatch.exceptions import QuotaReachedError, SubmissionStepError
+from airflow_provider_azbatch.hooks.connection import BatchConnectionSettings, ConnectionConfigError, load_settings
 from airflow_provider_azbatch.hooks.credentials import build_credential, client_kwargs
-from airflow_provider_azbatch.utils.job_spec import JobSubmission
-from airflow_provider_azbatch.utils.job_watch import TaskCounts, enum_value
+from airflow_provider_azbatch.hooks.errors import (
+    QUOTA_CODES,
+    describe_batch_error,
+    describe_error,
+    error_code,
+    is_transient,
+    retry_after_seconds,
+    root_cause,
+)
+from airflow_provider_azbatch.hooks.storage import BlobStorage, LogLocation
+from airflow_provider_azbatch.hooks.translate import (
+    OUTCOME_SELECT,
+    POOL_SELECT,
+    counts_of,
+    file_info,
+    id_filter,
+    job_status_of,
+    state_filter,
+    tail_range,
+)
+from airflow_provider_azbatch.results.outcomes import TaskOutcome
+from airflow_provider_azbatch.retries import Backoff
+from airflow_provider_azbatch.watching.state import FileEnd, FileInfo, JobStatus, TaskCounts
 
 # azure-core logs every request and response at INFO; in a task log that drowns the task's output.
 _HTTP_LOGGER = logging.getLogger("azure.core.pipeline.policies.http_logging_policy")
@@ -36,23 +67,11 @@ if _HTTP_LOGGER.level == logging.NOTSET:
 
 # Polling interval for the SDK's delete/terminate pollers (its default is 5 s).
 LRO_POLL_SECONDS = 1
-
-
-def describe_error(exc: BaseException) -> str:
-    """``Code: message`` from a Batch error, without the RequestId/Time lines the service appends."""
-    error = getattr(exc, "error", None)
-    code = getattr(error, "code", None)
-    message = getattr(error, "message", None) or getattr(exc, "message", None) or str(exc)
-    first = str(message).split("\n")[0].strip()
-    details = getattr(getattr(exc, "model", None), "error_values", None) or []
-    extra = "; ".join(f"{d.key}={d.value}" for d in details if d.key != "AuthenticationErrorDetail")
-    auth_detail = next((d.value for d in details if d.key == "AuthenticationErrorDetail"), None)
-    text = f"{code}: {first}" if code else first
-    if auth_detail:
-        text += f" ({auth_detail})"
-    if extra:
-        text += f" [{extra}]"
-    return text
+# azure-core repeats GET/PUT/DELETE after a dropped connection, not POST/PATCH. Ours are idempotent
+# (deterministic ids, TaskExists counts as added), so it may repeat them too (a per-call pipeline option).
+RETRY_ALL_METHODS = frozenset({"HEAD", "GET", "PUT", "DELETE", "OPTIONS", "TRACE", "POST", "PATCH"})
+T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 class AzureBatchHook(BaseHook):
@@ -70,12 +89,10 @@ class AzureBatchHook(BaseHook):
         super().__init__()
         self.azbatch_conn_id = azbatch_conn_id or config.get_str("default_conn_id")
 
-    # -- connection and clients -------------------------------------------------------------------------
+    # -- connection and client ----------------------------------------------------------------------
     @cached_property
     def settings(self) -> BatchConnectionSettings:
-        settings = BatchConnectionSettings.from_connection(self.get_connection(self.azbatch_conn_id))
-        _mask(settings.secrets)
-        return settings
+        return load_settings(self.get_connection(self.azbatch_conn_id))
 
     def get_conn(self) -> BatchClient:
         return self.client
@@ -85,18 +102,9 @@ class AzureBatchHook(BaseHook):
         return self.new_client()
 
     def new_client(self, **overrides: Any) -> BatchClient:
-        """A sync client with its own connection pool (``client`` is the hook's shared one)."""
+        """A client with its own connection pool (``client`` is the hook's shared one)."""
         settings = self.settings
         return BatchClient(settings.account_url, build_credential(settings), **client_kwargs(settings), **overrides)
-
-    def get_async_conn(self) -> Any:
-        """A new ``azure.batch.aio.BatchClient``; close it (``async with``) when done."""
-        from azure.batch.aio import BatchClient as AsyncBatchClient
-
-        settings = self.settings
-        return AsyncBatchClient(
-            settings.account_url, build_credential(settings, asynchronous=True), **client_kwargs(settings)
-        )
 
     @property
     def account_name(self) -> str:
@@ -107,57 +115,145 @@ class AzureBatchHook(BaseHook):
         host = urlsplit(settings.account_url).hostname or ""
         return host if host.replace(".", "").isdigit() or ":" in host else host.split(".")[0]
 
-    # -- jobs -----------------------------------------------------------------------------------------------
-    def submit_job(self, submission: JobSubmission, *, max_concurrency: int = 4) -> bool:
-        """Create the job and add its tasks; True if the job was created now, False if it existed.
+    # -- read primitives of a watch step (the async hook has the same, as coroutines) ---------------
+    def get_task_counts(self, job_id: str) -> TaskCounts:
+        return counts_of(self.client.get_job_task_counts(job_id))
 
-        Safe to repeat: an existing job is left as it is and tasks already added count as added
-        (``TaskExists``), so a crash anywhere in here is mended by calling it again.
-        """
-        created = True
+    def get_job_status(self, job_id: str) -> JobStatus | None:
+        job = self.get_job(job_id, select=["state", "executionInfo"])
+        return job_status_of(job) if job is not None else None
+
+    def list_task_states(self, job_id: str, task_ids: Sequence[str]) -> dict[str, str]:
+        tasks = self.client.list_tasks(job_id, filter=id_filter(task_ids), select=["id", "state"])
+        return {task.id: enum_value(task.state) for task in tasks}
+
+    def list_task_files(self, job_id: str, task_id: str) -> dict[str, FileInfo] | None:
+        """The files at the root of the task's directory (stdout.txt, stderr.txt...); None once its node is gone."""
         try:
-            self.client.create_job(submission.job_options())
-        except ResourceExistsError:
-            created = False
-        tasks = submission.task_options()
-        if tasks:
-            self.client.create_tasks(
-                submission.job_id, tasks, max_concurrency=max_concurrency if len(tasks) > 100 else 0
-            )
-        if submission.terminate_when_done:
-            # Set only now: a job told to end when all tasks are done could end between two batches.
-            self.client.update_job(
-                submission.job_id,
-                batch_models.BatchJobUpdateOptions(
-                    all_tasks_complete_mode=batch_models.BatchAllTasksCompleteMode.TERMINATE_JOB
-                ),
-            )
-        return created
+            files = self.client.list_task_files(job_id, task_id)
+            return {f.name: file_info(f) for f in files if f.name and not f.is_directory}
+        except ResourceNotFoundError:
+            return None
 
+    def read_task_file(self, job_id: str, task_id: str, path: str, start: int, end: int) -> bytes | None:
+        """Bytes ``start..end`` (inclusive) of a task file; None if it is gone."""
+        try:
+            return b"".join(self.client.download_task_file(job_id, task_id, path, ocp_range=f"bytes={start}-{end}"))
+        except ResourceNotFoundError:
+            return None
+
+    def read_task_file_tail(self, job_id: str, task_id: str, path: str, max_bytes: int) -> FileEnd | None:
+        try:
+            size = self.client.get_task_file_properties(job_id, task_id, path).content_length or 0
+        except ResourceNotFoundError:
+            return None
+        span = tail_range(size, max_bytes)
+        data = self.read_task_file(job_id, task_id, path, *span) if span else b""
+        return FileEnd(data or b"", whole=span is None or span[0] == 0)
+
+    def get_uploaded_log_size(self, location: dict[str, str], job_id: str, task_id: str, name: str) -> int | None:
+        where = LogLocation(**location)
+        return self.blob_storage("Uploaded task logs").blob_size(where.container, where.blob(job_id, task_id, name))
+
+    def read_uploaded_log(
+        self, location: dict[str, str], job_id: str, task_id: str, name: str, start: int, end: int
+    ) -> bytes:
+        where = LogLocation(**location)
+        storage = self.blob_storage("Uploaded task logs")
+        return storage.read_blob(where.container, where.blob(job_id, task_id, name), start, end)
+
+    def get_pool_snapshot(self, pool_id: str) -> batch_models.BatchPool | None:
+        return self.get_pool(pool_id, select=POOL_SELECT)
+
+    def list_nodes_in_states(self, pool_id: str, states: Sequence[str]) -> list[batch_models.BatchNode]:
+        select = ["id", "state", "startTaskInfo"]
+        return list(self.client.list_nodes(pool_id, filter=state_filter(states), select=select))
+
+    def read_node_file_tail(self, pool_id: str, node_id: str, path: str, max_bytes: int) -> FileEnd | None:
+        try:
+            size = self.client.get_node_file_properties(pool_id, node_id, path).content_length or 0
+            span = tail_range(size, max_bytes)
+            if span is None:
+                return FileEnd(b"", whole=True)
+            data = self.client.download_node_file(pool_id, node_id, path, ocp_range=f"bytes={span[0]}-{span[1]}")
+            return FileEnd(b"".join(data), whole=span[0] == 0)
+        except ResourceNotFoundError:
+            return None
+
+    # -- jobs ---------------------------------------------------------------------------------------
     def get_job(self, job_id: str, select: Sequence[str] | None = None) -> batch_models.BatchJob | None:
         try:
             return self.client.get_job(job_id, select=list(select) if select else None)
         except ResourceNotFoundError:
             return None
 
-    def get_job_state(self, job_id: str) -> str | None:
-        job = self.get_job(job_id, select=["state"])
-        return enum_value(job.state) if job is not None else None
-
-    def get_task_counts(self, job_id: str) -> TaskCounts:
-        return TaskCounts.from_sdk(self.client.get_job_task_counts(job_id))
-
     def list_jobs(
         self, filter: str | None = None, select: Sequence[str] | None = None
     ) -> Iterator[batch_models.BatchJob]:
         return iter(self.client.list_jobs(filter=filter, select=list(select) if select else None))
 
-    def describe_job(self, job_id: str) -> dict[str, Any]:
-        """The job as the service returns it, plus its task counts."""
-        job = self.client.get_job(job_id)
-        description = job.as_dict()
-        description["taskCounts"] = self.get_task_counts(job_id).to_json()
-        return description
+    def list_tasks(
+        self, job_id: str, filter: str | None = None, select: Sequence[str] | None = None
+    ) -> Iterator[batch_models.BatchTask]:
+        return iter(self.client.list_tasks(job_id, filter=filter, select=list(select) if select else None))
+
+    def list_task_outcomes(self, job_id: str) -> Iterator[TaskOutcome]:
+        """How every task of the job ended (or where it is), ordered by task id."""
+        return (TaskOutcome.from_sdk(task) for task in self.client.list_tasks(job_id, select=OUTCOME_SELECT))
+
+    def create_job(self, job: batch_models.BatchJobCreateOptions) -> bool:
+        """Create the job; False if it exists already (made by an earlier try, or by this call's lost reply).
+
+        Raises :class:`~airflow_provider_azbatch.exceptions.QuotaReachedError` when the account is at its
+        active job quota (a 409 like ``JobExists``, told apart by its code).
+        """
+
+        def create() -> bool:
+            try:
+                self.client.create_job(job, retry_on_methods=RETRY_ALL_METHODS)
+            except ResourceExistsError as exc:
+                self._raise_if_quota(exc)
+                return False
+            return True
+
+        return self._submission_step(f"Creating Batch job {job.id}", job.id, create)
+
+    def add_tasks(self, job_id: str, tasks: Sequence[batch_models.BatchTaskCreateOptions]) -> None:
+        """Add the tasks (in collections of 100, concurrently); tasks added before count as added."""
+        from azure.batch.models import CreateTasksError
+
+        concurrency = 8 if len(tasks) > 100 else 0
+
+        def add() -> None:
+            try:
+                self.client.create_tasks(
+                    job_id, list(tasks), max_concurrency=concurrency, retry_on_methods=RETRY_ALL_METHODS
+                )
+            except CreateTasksError as exc:
+                if exc.failure_tasks:
+                    first = exc.failure_tasks[0]
+                    problem = describe_batch_error(first.error) if first.error is not None else "rejected"
+                    raise SubmissionStepError(
+                        f"Batch job {job_id}: the service refused task {first.task_id!r}: {problem}"
+                        + (f" (and {len(exc.failure_tasks) - 1} more tasks)" if len(exc.failure_tasks) > 1 else "")
+                    ) from None
+                # Unknown outcomes (dropped connections, timeouts): the whole add is safe to repeat.
+                if exc.errors:
+                    raise exc.errors[0] from exc
+                raise
+
+        self._submission_step(f"Adding {len(tasks)} task(s) to Batch job {job_id}", job_id, add)
+
+    def close_job_when_done(self, job_id: str) -> None:
+        """Let the service terminate the job once all its tasks completed (set after every task is added)."""
+        options = batch_models.BatchJobUpdateOptions(
+            all_tasks_complete_mode=batch_models.BatchAllTasksCompleteMode.TERMINATE_JOB
+        )
+        self._submission_step(
+            f"Setting the completion rule of Batch job {job_id}",
+            job_id,
+            lambda: self.client.update_job(job_id, options, retry_on_methods=RETRY_ALL_METHODS),
+        )
 
     def terminate_job(
         self, job_id: str, reason: str = "UserTerminate", *, wait: bool = False, client: BatchClient | None = None
@@ -170,7 +266,7 @@ class AzureBatchHook(BaseHook):
         except ResourceNotFoundError:
             return False
         except HttpResponseError as exc:
-            if exc.error is not None and exc.error.code in ("JobCompleted", "JobBeingDeleted"):
+            if error_code(exc) in ("JobCompleted", "JobBeingDeleted", "JobBeingTerminated"):
                 return False
             raise
         if wait:
@@ -186,105 +282,104 @@ class AzureBatchHook(BaseHook):
             poller.result()
         return True
 
-    # -- tasks ----------------------------------------------------------------------------------------------
-    def list_tasks(
-        self, job_id: str, filter: str | None = None, select: Sequence[str] | None = None
-    ) -> Iterator[batch_models.BatchTask]:
-        return iter(self.client.list_tasks(job_id, filter=filter, select=list(select) if select else None))
-
-    def describe_task(self, job_id: str, task_id: str) -> dict[str, Any]:
-        return self.client.get_task(job_id, task_id).as_dict()
-
-    def read_task_file(
-        self, job_id: str, task_id: str, file_path: str, offset: int = 0, length: int | None = None
-    ) -> bytes:
-        """Bytes of a task file from ``offset`` (to the end, or ``length`` bytes), with a ranged read."""
-        size = self.client.get_task_file_properties(job_id, task_id, file_path).content_length or 0
-        end = size - 1 if length is None else min(size - 1, offset + length - 1)
-        if end < offset:
-            return b""
-        return b"".join(self.client.download_task_file(job_id, task_id, file_path, ocp_range=f"bytes={offset}-{end}"))
-
     def subtask_outputs(self, job_id: str, task_id: str, file_name: str = "stdout.txt") -> dict[int, bytes]:
         """Output of each subtask of a multi-node task (read from the subtask's node), by subtask id."""
         outputs: dict[int, bytes] = {}
         for subtask in self.client.list_subtasks(job_id, task_id):
             info = subtask.node_info
-            if info is None or not info.task_root_directory:
+            if info is None or not info.task_root_directory or subtask.id is None:
                 continue
             path = f"{info.task_root_directory.rstrip('/')}/{file_name}"
             try:
-                outputs[subtask.id] = b"".join(self.client.download_node_file(info.pool_id, info.node_id, path))
+                data = self.client.download_node_file(info.pool_id or "", info.node_id or "", path)
+                outputs[subtask.id] = b"".join(data)
             except ResourceNotFoundError:
                 continue
         return outputs
 
-    # -- pools ----------------------------------------------------------------------------------------------
-    def pool_exists(self, pool_id: str) -> bool:
-        # SDK 15.1.0 quirk: pool_exists raises on 404 instead of returning False.
+    # -- pools --------------------------------------------------------------------------------------
+    def get_pool(self, pool_id: str, select: Sequence[str] | None = None) -> batch_models.BatchPool | None:
         try:
-            return bool(self.client.pool_exists(pool_id))
-        except ResourceNotFoundError:
-            return False
-
-    def create_pool_if_missing(self, pool: batch_models.BatchPoolCreateOptions) -> bool:
-        """Create the pool unless a pool with its id exists; True if this call created it."""
-        if self.pool_exists(pool.id):
-            return False
-        try:
-            self.client.create_pool(pool)
-        except ResourceExistsError:  # created concurrently by someone else: that is fine
-            return False
-        return True
-
-    def ensure_shared_pool(self, pool_id: str, body: dict[str, Any]) -> bool:
-        """Create the named pool from ``body`` (REST pool fields) unless it exists; True if created now.
-
-        Safe to race: when two tasks create it at once, one wins and the other finds it. An existing pool
-        must match ``body`` (VM size, image, slots, containers, scaling); a different one is an error
-        that names the differences, never silently reused.
-        """
-        from airflow_provider_azbatch.utils.pool_strategy import PoolStrategyError, pool_differences
-
-        try:
-            self.client.create_pool(batch_models.BatchPoolCreateOptions({"id": pool_id, **body}))
-            return True
-        except ResourceExistsError:
-            pass
-        existing = self.client.get_pool(pool_id)
-        if enum_value(existing.state) == "deleting":
-            raise PoolStrategyError(f"pool {pool_id!r} is being deleted: wait for it to go, or use another pool id")
-        differences = pool_differences(existing.as_dict(), body)
-        if differences:
-            raise PoolStrategyError(
-                f"pool {pool_id!r} already exists with a different specification: {'; '.join(differences)}. "
-                "Use another pool id, or delete the pool so that it is created again"
-            )
-        return False
-
-    def get_pool(self, pool_id: str) -> batch_models.BatchPool | None:
-        try:
-            return self.client.get_pool(pool_id)
+            return self.client.get_pool(pool_id, select=list(select) if select else None)
         except ResourceNotFoundError:
             return None
 
-    # -- Blob storage -----------------------------------------------------------------------------------
-    def blob_storage(self, needed_for: str) -> Any:
-        """The connection's storage account (for task inputs, outputs and logs)."""
-        from airflow_provider_azbatch.hooks.storage import BlobStorage
+    def create_pool(self, pool_id: str, body: dict[str, Any]) -> bool:
+        """Create the pool from ``body`` (REST pool fields); False if a pool with this id exists."""
 
+        def create() -> bool:
+            try:
+                self.client.create_pool(
+                    batch_models.BatchPoolCreateOptions({"id": pool_id, **body}), retry_on_methods=RETRY_ALL_METHODS
+                )
+            except ResourceExistsError as exc:
+                self._raise_if_quota(exc)
+                return False
+            return True
+
+        return self._submission_step(f"Creating pool {pool_id}", None, create)
+
+    # -- Blob storage -------------------------------------------------------------------------------
+    def blob_storage(self, needed_for: str) -> BlobStorage:
+        """The connection's storage account (for task inputs, outputs and logs)."""
         return BlobStorage.from_settings(self.settings, needed_for)
 
-    def log_reader(self, log_location: dict[str, str] | None) -> Any:
-        """Reads task logs uploaded to Blob, for when their node is gone (None without upload)."""
-        from airflow_provider_azbatch.hooks.storage import BlobLogReader, LogLocation
+    # -- retried submission requests -----------------------------------------------------------------
+    def _raise_if_quota(self, exc: BaseException) -> None:
+        code = error_code(exc)
+        if code in QUOTA_CODES:
+            raise QuotaReachedError(code, QUOTA_CODES[code], self.account_name, describe_error(exc)) from None
 
-        location = LogLocation.from_json(log_location)
-        if location is None:
-            return None
-        return BlobLogReader(self.blob_storage("Reading uploaded task logs"), location)
+    def _submission_step(self, what: str, job_id: str | None, action: Callable[[], T]) -> T:
+        """Run an idempotent submission request, repeating it while the service or network fail transiently.
 
-    # -- connection test (Airflow UI / ``airflow connections test``) ---------------------------------------
+        azure-core already retries each request a few times (honouring ``Retry-After``); this waits out
+        longer trouble, up to ``[azbatch] submit_retry_seconds``, then says which step failed and what
+        state the job was left in.
+        """
+        budget = config.get_float("submit_retry_seconds")
+        started = time.monotonic()
+        backoff = Backoff(initial=1.0, maximum=30.0)
+        attempts = 0
+        while True:
+            attempts += 1
+            try:
+                return action()
+            except Exception as exc:
+                if not is_transient(exc):
+                    raise
+                delay = backoff.next_delay(retry_after_seconds(exc))
+                elapsed = time.monotonic() - started
+                if elapsed + delay > budget:
+                    raise SubmissionStepError(
+                        f"{what} failed {attempts} times over {elapsed:.0f} s ([azbatch] submit_retry_seconds = "
+                        f"{budget:g}); last error: {describe_error(exc)}. {self._job_progress(job_id)}"
+                    ) from exc
+                log.warning("%s: %s; trying again in %.1f s", what, describe_error(exc), delay)
+                time.sleep(delay)
+
+    def _job_progress(self, job_id: str | None) -> str:
+        """What a half-done submission left behind, for the error message (best effort)."""
+        if job_id is None:
+            return ""
+        try:
+            client = self.new_client(retry_total=0)
+            try:
+                job = client.get_job(job_id, select=["id", "state"])
+                counts = counts_of(client.get_job_task_counts(job_id))
+            finally:
+                client.close()
+        except ResourceNotFoundError:
+            return f"Batch job {job_id} does not exist: a retry of this Airflow task submits it."
+        except Exception as exc:
+            return f"The state of Batch job {job_id} could not be read ({describe_error(exc)})."
+        total = counts.active + counts.running + counts.completed
+        return (
+            f"Batch job {job_id} is {enum_value(job.state)} with {total} task(s) added: a retry of this Airflow task "
+            "reattaches to it and completes the submission."
+        )
+
+    # -- connection test (Airflow UI / ``airflow connections test``) ------------------------------------
     def test_connection(self) -> tuple[bool, str]:
         try:
             settings = self.settings
@@ -294,30 +389,14 @@ class AzureBatchHook(BaseHook):
         try:
             next(iter(client.list_jobs(max_results=1)), None)
         except ServiceRequestError as exc:
-            return False, f"Cannot reach {settings.account_url}: {_root_cause(exc)}"
+            return False, f"Cannot reach {settings.account_url}: {root_cause(exc)}"
         except ClientAuthenticationError as exc:
             return False, f"Authentication failed for {settings.account_url}: {describe_error(exc)}"
         except HttpResponseError as exc:
-            if exc.error is not None and exc.error.code == "AuthenticationFailed":
+            if error_code(exc) == "AuthenticationFailed":
                 return False, f"AuthenticationFailed: {describe_error(exc).split(': ', 1)[1]}"
             return False, f"The Batch service answered {exc.status_code}: {describe_error(exc)}"
         finally:
             client.close()
         method = settings.auth_method.value
         return True, f"Connected to Batch account '{self.account_name}' at {settings.account_url} ({method})"
-
-
-def _root_cause(exc: BaseException) -> str:
-    cause: BaseException = exc
-    while cause.__cause__ is not None or cause.__context__ is not None:
-        cause = cause.__cause__ or cause.__context__  # type: ignore[assignment]
-    return str(cause).split("\n")[0] or type(cause).__name__
-
-
-def _mask(secrets: list[str]) -> None:
-    try:
-        from airflow.sdk.log import mask_secret
-    except ImportError:  # pragma: no cover
-        return
-    for secret in secrets:
-        mask_secret(secret)

@@ -9,6 +9,7 @@ from enum import Enum
 from typing import Any
 from urllib.parse import urlsplit
 
+from airflow_provider_azbatch.exceptions import AzureBatchValidationError
 from airflow_provider_azbatch.hooks.clouds import CLOUDS, AzureCloud
 
 
@@ -20,11 +21,11 @@ class AuthMethod(str, Enum):
     DEFAULT = "default"
 
 
-class ConnectionConfigError(ValueError):
-    """A connection field is missing or malformed; the message names the field and the fix."""
+class ConnectionConfigError(AzureBatchValidationError):
+    """A connection field is missing or malformed; the message names the connection, the field and the fix."""
 
     def __init__(self, conn_id: str, field_name: str, problem: str) -> None:
-        super().__init__(f"Connection '{conn_id}': {field_name} {problem}")
+        super().__init__(f"Connection '{conn_id}': {field_name}", problem)
         self.conn_id = conn_id
         self.field_name = field_name
 
@@ -61,6 +62,21 @@ class BatchConnectionSettings:
     def secrets(self) -> list[str]:
         candidates = (self.account_key, self.client_secret, self.client_certificate_password, self.storage_account_key)
         return [s for s in candidates if s]
+
+    def credentials_hint(self) -> str:
+        """What to check when the service refuses this connection's credentials."""
+        return {
+            AuthMethod.SHARED_KEY: "check login (the Batch account name) and password (one of the account's keys: "
+            "Azure portal, Batch account, Keys)",
+            AuthMethod.SERVICE_PRINCIPAL: "check tenant_id, client_id and client_secret (or the certificate), and "
+            "that the service principal has a role on the Batch account (e.g. Azure Batch Data Contributor)",
+            AuthMethod.MANAGED_IDENTITY: "check that the managed identity (client_id, if set) is assigned to this "
+            "machine and has a role on the Batch account",
+            AuthMethod.WORKLOAD_IDENTITY: "check tenant_id, client_id and the federated token file, and that the "
+            "identity has a role on the Batch account",
+            AuthMethod.DEFAULT: "check the credential DefaultAzureCredential picked (its message says which) and "
+            "that it has a role on the Batch account",
+        }[self.auth_method]
 
     @classmethod
     def from_connection(cls, conn: Any) -> BatchConnectionSettings:
@@ -192,6 +208,22 @@ class BatchConnectionSettings:
                     "client_secret",
                     "is missing: service_principal authentication needs client_secret or client_certificate_path",
                 )
+
+
+def load_settings(conn: Any) -> BatchConnectionSettings:
+    """The connection's settings, its secrets registered with Airflow's secret masker."""
+    settings = BatchConnectionSettings.from_connection(conn)
+    mask_secrets(settings.secrets)
+    return settings
+
+
+def mask_secrets(secrets: list[str]) -> None:
+    try:
+        from airflow.sdk.log import mask_secret
+    except ImportError:  # pragma: no cover - outside an Airflow installation
+        return
+    for secret in secrets:
+        mask_secret(secret)
 
 
 def _extras(conn: Any) -> dict[str, Any]:

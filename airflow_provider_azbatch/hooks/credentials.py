@@ -41,17 +41,19 @@ def build_credential(settings: BatchConnectionSettings, *, asynchronous: bool = 
     kwargs = credential_kwargs(settings)
     method = settings.auth_method
     if method is AuthMethod.SERVICE_PRINCIPAL:
+        # Checked when the settings were read: a service principal has both ids, and a secret or certificate.
+        tenant_id, client_id = settings.tenant_id or "", settings.client_id or ""
         if settings.client_certificate_path:
             return identity.CertificateCredential(
-                settings.tenant_id,
-                settings.client_id,
+                tenant_id,
+                client_id,
                 certificate_path=settings.client_certificate_path,
                 password=settings.client_certificate_password,
                 **kwargs,
             )
-        return identity.ClientSecretCredential(settings.tenant_id, settings.client_id, settings.client_secret, **kwargs)
+        return identity.ClientSecretCredential(tenant_id, client_id, settings.client_secret or "", **kwargs)
     if method is AuthMethod.MANAGED_IDENTITY:
-        mi_kwargs = {"connection_verify": settings.ca_bundle} if settings.ca_bundle else {}
+        mi_kwargs: dict[str, Any] = {"connection_verify": settings.ca_bundle} if settings.ca_bundle else {}
         return identity.ManagedIdentityCredential(client_id=settings.client_id, **mi_kwargs)
     if method is AuthMethod.WORKLOAD_IDENTITY:
         wi_kwargs: dict[str, Any] = dict(kwargs)

@@ -21,15 +21,15 @@ from azure.core.credentials import AzureNamedKeyCredential
 from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
 from azure.storage.blob import BlobServiceClient, ContainerSasPermissions, generate_container_sas
 
-from airflow_provider_azbatch.hooks.connection import AuthMethod, BatchConnectionSettings
+from airflow_provider_azbatch.hooks.connection import AuthMethod, BatchConnectionSettings, ConnectionConfigError
 from airflow_provider_azbatch.hooks.credentials import build_credential
 
 # Clock skew allowance: a SAS valid from "now" can be refused by a node whose clock runs behind.
 _SKEW = timedelta(minutes=5)
 
 
-class StorageNotConfiguredError(ValueError):
-    pass
+class StorageNotConfiguredError(ConnectionConfigError):
+    """The connection has no (usable) storage account for what a job asks of Blob storage."""
 
 
 def storage_account_name(url: str) -> str:
@@ -55,13 +55,16 @@ class BlobStorage:
     def from_settings(cls, settings: BatchConnectionSettings, needed_for: str) -> BlobStorage:
         if not settings.storage_account_url:
             raise StorageNotConfiguredError(
-                f"{needed_for} needs Blob storage: set storage_account_url (and storage_account_key, or use an "
-                f"Entra ID auth_method) on connection '{settings.conn_id}'"
+                settings.conn_id,
+                "storage_account_url",
+                f"is missing: {needed_for} need a storage account (e.g. https://<account>.blob.core.windows.net), "
+                "with storage_account_key or an Entra ID auth_method",
             )
         if not settings.storage_account_key and settings.auth_method is AuthMethod.SHARED_KEY:
             raise StorageNotConfiguredError(
-                f"{needed_for} needs a way to sign SAS tokens: set storage_account_key on connection "
-                f"'{settings.conn_id}' (or use an Entra ID auth_method)"
+                settings.conn_id,
+                "storage_account_key",
+                f"is missing: {needed_for} need it to sign SAS tokens (or use an Entra ID auth_method)",
             )
         return cls(settings)
 
@@ -80,7 +83,7 @@ class BlobStorage:
         return build_credential(self.settings, asynchronous=asynchronous)
 
     def service_client(self) -> BlobServiceClient:
-        kwargs = {"connection_verify": self.settings.ca_bundle} if self.settings.ca_bundle else {}
+        kwargs: dict[str, Any] = {"connection_verify": self.settings.ca_bundle} if self.settings.ca_bundle else {}
         return BlobServiceClient(self.account_url, credential=self._credential(), **kwargs)
 
     @contextlib.asynccontextmanager
@@ -88,7 +91,7 @@ class BlobStorage:
         """An aio storage client, closed with its credential afterwards."""
         from azure.storage.blob.aio import BlobServiceClient as AsyncBlobServiceClient
 
-        kwargs = {"connection_verify": self.settings.ca_bundle} if self.settings.ca_bundle else {}
+        kwargs: dict[str, Any] = {"connection_verify": self.settings.ca_bundle} if self.settings.ca_bundle else {}
         credential = self._credential(asynchronous=True)
         try:
             async with AsyncBlobServiceClient(self.account_url, credential=credential, **kwargs) as service:
@@ -133,13 +136,45 @@ class BlobStorage:
         sas = self._sas(container, ContainerSasPermissions(write=True, create=True), lifetime)
         return f"{self.container_url(container)}?{sas}"
 
+    # -- reading blobs (the hook's own access, never a task's SAS) -------------------------------------
+    def blob_size(self, container: str, name: str) -> int | None:
+        with self.service_client() as service:
+            try:
+                return int(service.get_blob_client(container, name).get_blob_properties().size)
+            except ResourceNotFoundError:
+                return None
+
+    def read_blob(self, container: str, name: str, start: int, end: int) -> bytes:
+        with self.service_client() as service:
+            return (
+                service.get_blob_client(container, name).download_blob(offset=start, length=end - start + 1).readall()
+            )
+
+    async def ablob_size(self, container: str, name: str) -> int | None:
+        async with self.async_service() as service:
+            try:
+                return int((await service.get_blob_client(container, name).get_blob_properties()).size)
+            except ResourceNotFoundError:
+                return None
+
+    async def aread_blob(self, container: str, name: str, start: int, end: int) -> bytes:
+        async with self.async_service() as service:
+            stream = await service.get_blob_client(container, name).download_blob(offset=start, length=end - start + 1)
+            return bytes(await stream.readall())
+
 
 @dataclass(frozen=True)
 class LogLocation:
-    """Where a job's task logs are uploaded: ``<container>/<prefix>/<job>/<task>/stdout.txt``."""
+    """Where a job's task logs are uploaded: ``<container>/<prefix>/<job>/<task>/stdout.txt``.
+
+    Kept with the job as metadata (``LOGS_METADATA_KEY``: ``<container>/<prefix>``), so that whoever
+    watches the job later (the sensor, the CLI) finds its uploaded logs.
+    """
 
     container: str
     prefix: str
+
+    METADATA_KEY = "azbatch-logs"
 
     def path(self, job_id: str, task_id: str) -> str:
         return "/".join(part for part in (self.prefix.strip("/"), job_id, task_id) if part)
@@ -154,45 +189,14 @@ class LogLocation:
     def from_json(cls, data: dict[str, str] | None) -> LogLocation | None:
         return cls(data["container"], data["prefix"]) if data else None
 
+    def to_metadata(self) -> str:
+        return f"{self.container}/{self.prefix}"
 
-class BlobLogReader:
-    """Reads uploaded task logs (sync) with the hook's own storage access."""
-
-    def __init__(self, storage: BlobStorage, location: LogLocation) -> None:
-        self._storage = storage
-        self._location = location
-
-    def size(self, job_id: str, task_id: str, file_name: str) -> int | None:
-        with self._storage.service_client() as service:
-            blob = service.get_blob_client(self._location.container, self._location.blob(job_id, task_id, file_name))
-            try:
-                return blob.get_blob_properties().size
-            except ResourceNotFoundError:
-                return None
-
-    def read(self, job_id: str, task_id: str, file_name: str, start: int, end: int) -> bytes:
-        with self._storage.service_client() as service:
-            blob = service.get_blob_client(self._location.container, self._location.blob(job_id, task_id, file_name))
-            return blob.download_blob(offset=start, length=end - start + 1).readall()
-
-
-class AsyncBlobLogReader:
-    """The same with the aio storage client (for the trigger)."""
-
-    def __init__(self, storage: BlobStorage, location: LogLocation) -> None:
-        self._storage = storage
-        self._location = location
-
-    async def size(self, job_id: str, task_id: str, file_name: str) -> int | None:
-        async with self._storage.async_service() as service:
-            blob = service.get_blob_client(self._location.container, self._location.blob(job_id, task_id, file_name))
-            try:
-                return (await blob.get_blob_properties()).size
-            except ResourceNotFoundError:
-                return None
-
-    async def read(self, job_id: str, task_id: str, file_name: str, start: int, end: int) -> bytes:
-        async with self._storage.async_service() as service:
-            blob = service.get_blob_client(self._location.container, self._location.blob(job_id, task_id, file_name))
-            stream = await blob.download_blob(offset=start, length=end - start + 1)
-            return await stream.readall()
+    @classmethod
+    def from_metadata(cls, metadata: list[Any] | None) -> LogLocation | None:
+        """The location recorded in a job's metadata (SDK ``BatchMetadataItem`` list), if any."""
+        value = next((item.value for item in metadata or [] if item.name == cls.METADATA_KEY), None)
+        if not value or "/" not in value:
+            return None
+        container, prefix = value.split("/", 1)
+        return cls(container, prefix)

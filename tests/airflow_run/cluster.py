@@ -187,15 +187,17 @@ class AirflowCluster:
     def run_state(self, dag_id: str, run_id: str) -> str:
         return self.api("GET", f"/dags/{dag_id}/dagRuns/{run_id}")["state"]
 
-    def task_log(self, dag_id: str, run_id: str, task_id: str, try_number: int = 1) -> list[str]:
-        """The task's log as the UI shows it: worker and triggerer parts merged, one message per entry."""
+    def task_log_entries(self, dag_id: str, run_id: str, task_id: str, try_number: int = 1) -> list[dict[str, Any]]:
+        """The task's log as the UI receives it: structured entries (event, timestamp, logger...), worker and
+        triggerer parts merged."""
         body = self.api(
             "GET", f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/logs/{try_number}?full_content=true"
         )
-        out = []
-        for entry in body.get("content", []):
-            out.append(entry.get("event", "") if isinstance(entry, dict) else str(entry))
-        return out
+        return [entry if isinstance(entry, dict) else {"event": str(entry)} for entry in body.get("content", [])]
+
+    def task_log(self, dag_id: str, run_id: str, task_id: str, try_number: int = 1) -> list[str]:
+        """The task's log as the UI shows it, one message per entry."""
+        return [entry.get("event", "") for entry in self.task_log_entries(dag_id, run_id, task_id, try_number)]
 
     def mark(self, dag_id: str, run_id: str, task_id: str, state: str) -> None:
         self.api("PATCH", f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}", {"new_state": state})

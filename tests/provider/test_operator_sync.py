@@ -88,7 +88,7 @@ def test_invalid_input_fails_before_anything_is_submitted(airflow_db, azbatch_de
         AzureBatchJobOperator(task_id="no_pool", pool_id="no-such-pool", command="true")
     run, logs = run_dag(dag)
     assert run.state == "failed"
-    assert "typo: tasks[0].depends_on names 'b', which is not a task of this job" in "\n".join(logs)
+    assert "tasks[0].depends_on names 'b', which is not a task of this job" in "\n".join(logs)
     assert (
         "pool_id 'no-such-pool' does not exist in Batch account 'devbatchaccount1': create the pool first or give "
         "the id of an existing one"

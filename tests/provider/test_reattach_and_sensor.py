@@ -13,7 +13,9 @@ from airflow.sdk.exceptions import AirflowException
 from airflow_provider_azbatch.hooks.batch import AzureBatchHook
 from airflow_provider_azbatch.operators.job import AzureBatchJobOperator
 from airflow_provider_azbatch.sensors.job import AzureBatchJobSensor
-from airflow_provider_azbatch.utils.job_spec import JobSubmission, TaskSpec
+from airflow_provider_azbatch.submission.job import JobSubmission
+from airflow_provider_azbatch.submission.reattach import submit
+from airflow_provider_azbatch.submission.tasks import TaskSpec
 from tests.airflow_helpers import run_dag
 from tests.helpers import wait_until
 
@@ -39,7 +41,7 @@ def test_a_later_try_reattaches_to_the_running_job(
         }
     ]
     # What an earlier try left behind when its worker died: the job, running.
-    hook.submit_job(JobSubmission(job_id=job_id, pool_id=shared_pool, tasks=[TaskSpec(**tasks[0])]))
+    submit(hook, JobSubmission(job_id=job_id, pool_id=shared_pool, tasks=[TaskSpec(**tasks[0])]))
     wait_until(lambda: hook.get_task_counts(job_id).running == 1, what="first try running")
     local_batch_service.reset_request_counts()
 
@@ -66,9 +68,9 @@ def test_a_later_try_reattaches_to_the_running_job(
 def test_a_finished_job_is_reported_and_a_failed_one_replaced(airflow_db, azbatch_default, shared_pool):
     hook = AzureBatchHook()
     good, bad = f"ok-{uuid.uuid4().hex[:8]}", f"bad-{uuid.uuid4().hex[:8]}"
-    hook.submit_job(JobSubmission(job_id=good, pool_id=shared_pool, tasks=[TaskSpec(id="w", command_line="true")]))
-    hook.submit_job(JobSubmission(job_id=bad, pool_id=shared_pool, tasks=[TaskSpec(id="w", command_line="exit 1")]))
-    wait_until(lambda: hook.get_job_state(good) == "completed" and hook.get_job_state(bad) == "completed")
+    submit(hook, JobSubmission(job_id=good, pool_id=shared_pool, tasks=[TaskSpec(id="w", command_line="true")]))
+    submit(hook, JobSubmission(job_id=bad, pool_id=shared_pool, tasks=[TaskSpec(id="w", command_line="exit 1")]))
+    wait_until(lambda: hook.get_job_status(good).state == "completed" and hook.get_job_status(bad).state == "completed")
     with DAG("report_or_replace", schedule=None, start_date=START) as dag:
         AzureBatchJobOperator(task_id="good", pool_id=shared_pool, job_id=good, command="true", poll_interval=0.3)
         AzureBatchJobOperator(task_id="bad", pool_id=shared_pool, job_id=bad, command="echo fixed", poll_interval=0.3)
@@ -85,12 +87,13 @@ def test_a_finished_job_is_reported_and_a_failed_one_replaced(airflow_db, azbatc
 def test_sensor_waits_and_streams_when_asked(airflow_db, azbatch_default, shared_pool, deferrable):
     hook = AzureBatchHook()
     job_id = f"elsewhere-{uuid.uuid4().hex[:8]}"
-    hook.submit_job(
+    submit(
+        hook,
         JobSubmission(
             job_id=job_id,
             pool_id=shared_pool,
             tasks=[TaskSpec(id="a", command_line="for i in 1 2 3; do echo tick $i; sleep 0.3; done")],
-        )
+        ),
     )
     with DAG(f"sensor_{deferrable}", schedule=None, start_date=START) as dag:
         AzureBatchJobSensor(task_id="wait", job_id=job_id, stream_output=True, poke_interval=0.3, deferrable=deferrable)
@@ -103,7 +106,7 @@ def test_sensor_waits_and_streams_when_asked(airflow_db, azbatch_default, shared
 def test_sensor_fails_on_a_failed_task_and_rejects_streaming_with_reschedule(airflow_db, azbatch_default, shared_pool):
     hook = AzureBatchHook()
     job_id = f"elsewhere-{uuid.uuid4().hex[:8]}"
-    hook.submit_job(JobSubmission(job_id=job_id, pool_id=shared_pool, tasks=[TaskSpec(id="x", command_line="exit 4")]))
+    submit(hook, JobSubmission(job_id=job_id, pool_id=shared_pool, tasks=[TaskSpec(id="x", command_line="exit 4")]))
     with DAG("sensor_fails", schedule=None, start_date=START) as dag:
         AzureBatchJobSensor(task_id="wait", job_id=job_id, poke_interval=0.3)
     run, logs = run_dag(dag)
@@ -112,7 +115,7 @@ def test_sensor_fails_on_a_failed_task_and_rejects_streaming_with_reschedule(air
     with pytest.raises(ValueError, match="stream_output needs the sensor to keep its place between pokes"):
         AzureBatchJobSensor(task_id="s", job_id="j", stream_output=True, mode="reschedule")
     with pytest.raises(AirflowException, match="Batch job 'nope' does not exist in account 'devbatchaccount1'"):
-        AzureBatchJobSensor(task_id="s2", job_id="nope")._new_watcher()
+        AzureBatchJobSensor(task_id="s2", job_id="nope")._new_state()
 
 
 @pytest.mark.parametrize("existing", [False, True])
@@ -120,13 +123,13 @@ def test_the_job_is_claimed_before_it_is_created_or_added_to(azbatch_default, sh
     """A kill that lands mid-submission must already know the job id, so on_kill can terminate it."""
     import logging
 
-    from airflow_provider_azbatch.utils.reattach import submit_or_reattach
+    from airflow_provider_azbatch.submission.reattach import submit_or_reattach
 
     hook = AzureBatchHook()
     job_id = f"claim-{uuid.uuid4().hex[:8]}"
     spec = TaskSpec(id="t", command_line="sleep 30")  # still running when the second submission looks
     if existing:
-        hook.submit_job(JobSubmission(job_id=job_id, pool_id=shared_pool, tasks=[spec]))
+        submit(hook, JobSubmission(job_id=job_id, pool_id=shared_pool, tasks=[spec]))
     seen: list[tuple[str, bool, int]] = []
 
     def claim(claimed: str) -> None:

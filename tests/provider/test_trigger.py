@@ -8,18 +8,22 @@ import uuid
 
 from azure.batch import models as m
 
-from airflow_provider_azbatch.hooks import async_clients
-from airflow_provider_azbatch.hooks.async_clients import shared_client
+from airflow_provider_azbatch.hooks import batch_async
 from airflow_provider_azbatch.hooks.batch import AzureBatchHook
+from airflow_provider_azbatch.hooks.batch_async import AzureBatchAsyncHook
+from airflow_provider_azbatch.submission.job import JobSubmission
+from airflow_provider_azbatch.submission.reattach import submit
+from airflow_provider_azbatch.submission.tasks import TaskSpec
 from airflow_provider_azbatch.triggers.job import AzureBatchJobTrigger
-from airflow_provider_azbatch.utils.job_spec import JobSubmission, TaskSpec
-from airflow_provider_azbatch.utils.job_watch import JobWatcher, WatchState, awatch_step
+from airflow_provider_azbatch.watching.core import JobWatcher
+from airflow_provider_azbatch.watching.drivers import run_async
+from airflow_provider_azbatch.watching.state import WatchState
 from tests.helpers import pool_options, wait_until
 
 
 def _job(hook: AzureBatchHook, pool: str, tasks: list[TaskSpec]) -> str:
     job_id = f"trig-{uuid.uuid4().hex[:8]}"
-    hook.submit_job(JobSubmission(job_id=job_id, pool_id=pool, tasks=tasks))
+    submit(hook, JobSubmission(job_id=job_id, pool_id=pool, tasks=tasks))
     return job_id
 
 
@@ -39,24 +43,47 @@ def test_serialize_round_trip_carries_no_secret(azbatch_default):
     assert azbatch_default.account_key not in json.dumps(kwargs)
 
 
-def test_an_idle_poll_of_a_1000_task_job_is_one_request(local_batch_service, azbatch_default, batch_client):
+def test_an_idle_poll_costs_one_request_two_while_tasks_wait(
+    local_batch_service, azbatch_default, batch_client, shared_pool
+):
     # A pool without nodes: the tasks wait, nothing changes between polls.
     batch_client.create_pool(pool_options("empty-pool", nodes=0))
     hook = AzureBatchHook()
     tasks = [TaskSpec(id=f"t{i:04d}", command_line="true") for i in range(1000)]
     job_id = _job(hook, "empty-pool", tasks)
-    watcher = JobWatcher(WatchState(job_id=job_id, expected_tasks=1000, streamed=[t.id for t in tasks[:20]]))
+    watcher = JobWatcher(
+        WatchState(job_id=job_id, expected_tasks=1000, streamed=[t.id for t in tasks[:20]]), lambda task, line: None
+    )
 
+    # The tasks wait for nodes: each poll also reads the job (a termination from outside moves no count).
     async def polls():
-        async with shared_client("azbatch_default") as client:
-            await awatch_step(client, watcher, lambda line: None, max_bytes=1 << 20)  # first poll: sets up
+        hook = AzureBatchAsyncHook()
+        async with hook.connected():
+            await run_async(watcher.step(0.0), hook)  # first poll: sets up
             local_batch_service.reset_request_counts()
-            done = await awatch_step(client, watcher, lambda line: None, max_bytes=1 << 20)
+            done = await run_async(watcher.step(1.0), hook)
             return done, local_batch_service.request_counts()
 
     done, counts = asyncio.run(polls())
     assert done is False
-    assert counts == {"Jobs_GetJobTaskCounts": 1}
+    assert counts == {"Jobs_GetJobTaskCounts": 1, "Jobs_GetJob": 1}
+
+    # Running tasks (their output not streamed): one request per poll.
+    running = _job(hook, shared_pool, [TaskSpec(id=f"r{i}", command_line="sleep 30") for i in range(8)])
+    wait_until(lambda: hook.get_task_counts(running).running == 8, what="8 tasks running")
+    watcher = JobWatcher(WatchState(job_id=running, expected_tasks=8), lambda task, line: None, stream_output=False)
+
+    async def running_polls():
+        hook = AzureBatchAsyncHook()
+        async with hook.connected():
+            await run_async(watcher.step(0.0), hook)
+            local_batch_service.reset_request_counts()
+            for second in range(1, 6):
+                await run_async(watcher.step(float(second)), hook)
+            return local_batch_service.request_counts()
+
+    assert asyncio.run(running_polls()) == {"Jobs_GetJobTaskCounts": 5}
+    hook.terminate_job(running)
 
 
 def test_transient_errors_are_waited_out(local_batch_service, azbatch_default, shared_pool):
@@ -119,14 +146,14 @@ def test_triggers_of_one_connection_share_one_client(azbatch_default, shared_poo
         ]
         runs = [asyncio.create_task(anext(t.run())) for t in triggers]
         await asyncio.sleep(0.5)
-        open_while_running = async_clients.open_client_count()
+        open_while_running = batch_async.open_client_count()
         events = await asyncio.wait_for(asyncio.gather(*runs), 60)
         return open_while_running, events
 
     open_while_running, events = asyncio.run(run_all())
     assert open_while_running == 1
     assert [event.payload["status"] for event in events] == ["done"] * 5
-    assert async_clients.open_client_count() == 0
+    assert batch_async.open_client_count() == 0
 
 
 def test_on_kill_terminates_only_when_told(azbatch_default, shared_pool, batch_client):

@@ -7,13 +7,14 @@ import re
 
 import pytest
 
-from airflow_provider_azbatch.utils.job_ids import (
-    MAX_ID_LENGTH,
-    InvalidJobIdError,
-    attempt_job_id,
-    check_job_id,
-    default_job_id,
-)
+from airflow_provider_azbatch.exceptions import AzureBatchValidationError
+from airflow_provider_azbatch.submission.job_ids import MAX_ID_LENGTH, attempt_job_id, default_job_id
+from airflow_provider_azbatch.submission.validation import batch_id
+
+
+def check_job_id(job_id):
+    return batch_id(job_id, "job_id", "Batch job id")
+
 
 VALID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 RUN = "manual__2024-01-01T00:00:00+00:00"
@@ -125,20 +126,24 @@ def test_check_job_id_accepts(job_id):
         ("has space", "'has space'"),
         ("dots.not.allowed", "'dots.not.allowed'"),
         ("é", "'é'"),
-        (None, "None"),
-        (42, "42"),
     ],
 )
 def test_check_job_id_rejects(job_id, shown):
-    with pytest.raises(InvalidJobIdError) as info:
+    with pytest.raises(AzureBatchValidationError) as info:
         check_job_id(job_id)
 
-    assert str(info.value) == (
-        f"job_id {shown} is not a valid Batch job id: use at most 64 letters, digits, '-' or '_'"
-    )
-    assert isinstance(info.value, ValueError)
+    assert str(info.value) == (f"job_id {shown} is not a valid Batch job id: use 1 to 64 letters, digits, '-' or '_'")
+    assert info.value.field == "job_id"
+
+
+@pytest.mark.parametrize(("job_id", "kind"), [(None, "NoneType"), (42, "int")])
+def test_check_job_id_rejects_other_types(job_id, kind):
+    with pytest.raises(AzureBatchValidationError) as info:
+        check_job_id(job_id)
+
+    assert str(info.value) == f"job_id must be a string (Batch job id), got {kind} {job_id!r}"
 
 
 def test_check_job_id_rejects_a_trailing_newline():
-    with pytest.raises(InvalidJobIdError):
+    with pytest.raises(AzureBatchValidationError):
         check_job_id("job\n")

@@ -97,6 +97,12 @@ def test_every_config_option_is_documented(info):
         "max_read_bytes",
         "sas_hours",
         "pool_check_interval",
+        "submit_retry_seconds",
+        "quota_wait_seconds",
+        "quota_retry_seconds",
+        "checkpoint_interval",
+        "idle_stream_interval",
+        "partial_line_seconds",
     }
     for name, option in options.items():
         assert isinstance(option["description"], str), name
@@ -104,7 +110,7 @@ def test_every_config_option_is_documented(info):
         assert option["type"] in CONFIG_TYPES, name
         assert isinstance(option["default"], str), name
         assert isinstance(option["example"], str), name
-        assert option["version_added"] == "0.1.0", name
+        assert option["version_added"] in ("0.1.0", "0.2.0"), name
         convert = CONFIG_TYPES[option["type"]]
         for value in (option["default"], option["example"]):
             if convert is None:

@@ -12,8 +12,8 @@ from azure.storage.blob import BlobServiceClient, ContainerClient
 
 from airflow_provider_azbatch.hooks.batch import AzureBatchHook
 from airflow_provider_azbatch.operators.job import AzureBatchJobOperator
+from airflow_provider_azbatch.pools import BatchPool
 from airflow_provider_azbatch.sensors.job import AzureBatchJobSensor
-from airflow_provider_azbatch.utils.pool_strategy import BatchPool
 from tests.airflow_helpers import run_dag
 from tests.helpers import wait_until
 
@@ -102,12 +102,12 @@ def test_missing_storage_settings_fail_before_submitting(airflow_db, azbatch_def
     before = sorted(job.id for job in hook.list_jobs(select=["id"]))
     with DAG("blob_not_configured", schedule=None, start_date=START) as dag:
         AzureBatchJobOperator(
-            task_id="io", pool_id=shared_pool, command="true", outputs=[{"pattern": "*.txt", "container": "c"}]
+            task_id="io", pool_id=shared_pool, command="true", outputs=[{"pattern": "*.txt", "container": "results"}]
         )
     run, logs = run_dag(dag)
     assert run.state == "failed"
     assert (
-        "io: Blob inputs and outputs needs Blob storage: set storage_account_url (and storage_account_key, or use an "
-        "Entra ID auth_method) on connection 'azbatch_default'"
+        "Connection 'azbatch_default': storage_account_url is missing: Blob inputs and outputs need a storage account "
+        "(e.g. https://<account>.blob.core.windows.net), with storage_account_key or an Entra ID auth_method"
     ) in "\n".join(logs)
     assert sorted(job.id for job in hook.list_jobs(select=["id"])) == before

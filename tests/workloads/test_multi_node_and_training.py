@@ -12,7 +12,7 @@ from azure.storage.blob import BlobServiceClient
 
 from airflow_provider_azbatch.hooks.batch import AzureBatchHook
 from airflow_provider_azbatch.operators.job import AzureBatchJobOperator
-from airflow_provider_azbatch.utils.pool_strategy import BatchPool
+from airflow_provider_azbatch.pools import BatchPool
 from tests.airflow_helpers import run_dag
 
 ROOT = Path(__file__).resolve().parent.parent.parent

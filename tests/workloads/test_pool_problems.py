@@ -11,7 +11,7 @@ from azure.batch import models as m
 from azure.core.credentials import AzureNamedKeyCredential
 
 from airflow_provider_azbatch.operators.job import AzureBatchJobOperator
-from airflow_provider_azbatch.utils.pool_strategy import BatchPool
+from airflow_provider_azbatch.pools import BatchPool
 from local_azure_batch.testing import run_local_batch_service
 from tests.airflow_helpers import azbatch_connection_json, run_dag
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import uuid
@@ -11,9 +12,12 @@ import pytest
 from airflow.sdk import DAG
 from azure.batch import models as m
 
+from airflow_provider_azbatch.exceptions import AzureBatchValidationError
 from airflow_provider_azbatch.hooks.batch import AzureBatchHook
 from airflow_provider_azbatch.operators.job import AzureBatchJobOperator
-from airflow_provider_azbatch.utils.pool_strategy import BatchPool, PoolStrategyError
+from airflow_provider_azbatch.pools import BatchPool
+from airflow_provider_azbatch.pools.preparation import prepare_pool
+from airflow_provider_azbatch.submission import TaskSpec
 from tests.airflow_helpers import run_dag
 
 START = datetime(2026, 1, 1)
@@ -34,7 +38,7 @@ def test_two_creators_of_one_shared_pool_get_one_pool(azbatch_default, batch_cli
         hook = AzureBatchHook()  # each "Airflow task" has its own hook and client
         barrier.wait()
         try:
-            results.append(hook.ensure_shared_pool(pool_id, body))
+            results.append(hook.create_pool(pool_id, body))
         except Exception as exc:
             results.append(exc)
 
@@ -49,17 +53,16 @@ def test_two_creators_of_one_shared_pool_get_one_pool(azbatch_default, batch_cli
 
 def test_an_existing_pool_with_another_spec_is_reported(azbatch_default, batch_client):
     pool_id = f"other-{uuid.uuid4().hex[:6]}"
-    AzureBatchHook().ensure_shared_pool(
-        pool_id,
-        BatchPool.shared(pool_id, requirements={"cpus": 1}, max_nodes=1, autoscale=False).pool_body(
-            containers=False, multi_node=1
-        ),
-    )
+    tasks = [TaskSpec(id="t", command_line="true")]
+    small = BatchPool.shared(pool_id, requirements={"cpus": 1}, max_nodes=1, autoscale=False)
+    log = logging.getLogger("test")
+    assert prepare_pool(AzureBatchHook(), small, tasks, job_image=None, registry=None, log=log) == (pool_id, None)
     bigger = BatchPool.shared(pool_id, requirements={"cpus": 16, "memory": "64Gi"}, max_nodes=1, autoscale=False)
-    with pytest.raises(PoolStrategyError) as info:
-        AzureBatchHook().ensure_shared_pool(pool_id, bigger.pool_body(containers=False, multi_node=1))
+    with pytest.raises(AzureBatchValidationError) as info:
+        prepare_pool(AzureBatchHook(), bigger, tasks, job_image=None, registry=None, log=log)
     message = str(info.value)
-    assert message.startswith(f"pool {pool_id!r} already exists with a different specification: vmSize is ")
+    assert info.value.field == "batch_pool"
+    assert message.startswith(f"batch_pool pool {pool_id!r} already exists with a different specification: vmSize is ")
     assert "Use another pool id, or delete the pool so that it is created again" in message
 
 

@@ -8,7 +8,7 @@ from datetime import datetime
 from airflow.sdk import DAG
 
 from airflow_provider_azbatch.operators.job import AzureBatchJobOperator
-from airflow_provider_azbatch.utils.pool_strategy import BatchPool
+from airflow_provider_azbatch.pools import BatchPool
 
 with DAG("azbatch_shared_pool_race", schedule=None, start_date=datetime(2026, 1, 1), catchup=False) as race:
     for name in ("first", "second"):

@@ -14,7 +14,7 @@ from typing import Any
 
 from azure.batch import models as batch_models
 
-from airflow_provider_azbatch.utils.job_spec import TaskSpecError
+from airflow_provider_azbatch.submission import validation as check
 
 UPLOAD_CONDITIONS = {
     "success": batch_models.OutputFileUploadCondition.TASK_SUCCESS,
@@ -25,13 +25,12 @@ _INPUT_FIELDS = ("container", "prefix", "url", "path", "file_mode")
 _OUTPUT_FIELDS = ("pattern", "container", "path", "upload")
 
 
-def _text(value: Any, where: str, *, required: bool = False) -> str | None:
-    if value is None:
-        if required:
-            raise TaskSpecError(f"{where} is missing")
-        return None
-    if not isinstance(value, str) or not value.strip():
-        raise TaskSpecError(f"{where} must be a non-empty string, got {value!r}")
+def _known_fields(value: Any, where: str, known: tuple[str, ...], shape: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise check.fail(where, f"must be a mapping with {shape}, got {type(value).__name__} {value!r}")
+    unknown = sorted(str(key) for key in value if key not in known)
+    if unknown:
+        raise check.fail(where, f"has unknown field(s) {', '.join(unknown)}; known: {', '.join(known)}")
     return value
 
 
@@ -47,24 +46,25 @@ class InputSpec:
     def parse(cls, value: Any, where: str) -> InputSpec:
         if isinstance(value, InputSpec):
             return value
-        if not isinstance(value, Mapping):
-            raise TaskSpecError(f"{where} must be a mapping with container (and prefix) or url, got {value!r}")
-        unknown = sorted(set(value) - set(_INPUT_FIELDS))
-        if unknown:
-            raise TaskSpecError(f"{where} has unknown field(s) {', '.join(unknown)}; known: {', '.join(_INPUT_FIELDS)}")
+        fields = _known_fields(value, where, _INPUT_FIELDS, "container (and prefix) or url")
         spec = cls(
-            container=_text(value.get("container"), f"{where}.container"),
-            prefix=_text(value.get("prefix"), f"{where}.prefix"),
-            url=_text(value.get("url"), f"{where}.url"),
-            path=_text(value.get("path"), f"{where}.path"),
-            file_mode=_text(value.get("file_mode"), f"{where}.file_mode"),
+            container=check.container_name(fields.get("container"), f"{where}.container"),
+            prefix=check.text(fields.get("prefix"), f"{where}.prefix"),
+            url=check.text(fields.get("url"), f"{where}.url"),
+            path=check.relative_path(fields.get("path"), f"{where}.path"),
+            file_mode=check.text(fields.get("file_mode"), f"{where}.file_mode"),
         )
         if (spec.container is None) == (spec.url is None):
-            raise TaskSpecError(f"{where} needs either container (a Blob container to download from) or url, not both")
-        if spec.url is not None and spec.path is None:
-            raise TaskSpecError(f"{where}.path is missing: name the file the url is saved as")
-        if spec.url is not None and spec.prefix is not None:
-            raise TaskSpecError(f"{where}.prefix only applies to a container")
+            raise check.fail(where, "needs either container (a Blob container to download from) or url, not both")
+        if spec.url is not None:
+            if not spec.url.startswith(("https://", "http://")):
+                raise check.fail(f"{where}.url", f"must be an http(s) URL, got {spec.url!r}")
+            if spec.path is None:
+                raise check.fail(f"{where}.path", "is missing: name the file the url is saved as")
+            if spec.prefix is not None:
+                raise check.fail(f"{where}.prefix", "only applies to a container")
+        if spec.file_mode is not None and not (len(spec.file_mode) in (3, 4) and spec.file_mode.isdigit()):
+            raise check.fail(f"{where}.file_mode", f"must be an octal mode like '0755', got {spec.file_mode!r}")
         return spec
 
     def to_sdk(self, container_url: str | None) -> batch_models.ResourceFile:
@@ -86,26 +86,22 @@ class OutputSpec:
     def parse(cls, value: Any, where: str) -> OutputSpec:
         if isinstance(value, OutputSpec):
             return value
-        if not isinstance(value, Mapping):
-            raise TaskSpecError(f"{where} must be a mapping with at least pattern, got {value!r}")
-        unknown = sorted(set(value) - set(_OUTPUT_FIELDS))
-        if unknown:
-            raise TaskSpecError(
-                f"{where} has unknown field(s) {', '.join(unknown)}; known: {', '.join(_OUTPUT_FIELDS)}"
-            )
-        upload = value.get("upload", "success")
+        fields = _known_fields(value, where, _OUTPUT_FIELDS, "at least pattern")
+        upload = fields.get("upload", "success")
         if upload not in UPLOAD_CONDITIONS:
-            raise TaskSpecError(f"{where}.upload must be success, failure or completion, got {upload!r}")
+            raise check.fail(f"{where}.upload", f"must be success, failure or completion, got {upload!r}")
+        pattern = check.text(fields.get("pattern"), f"{where}.pattern", required=True)
+        assert pattern is not None
         return cls(
-            pattern=_text(value.get("pattern"), f"{where}.pattern", required=True) or "",
-            container=_text(value.get("container"), f"{where}.container"),
-            path=_text(value.get("path"), f"{where}.path"),
+            pattern=pattern,
+            container=check.container_name(fields.get("container"), f"{where}.container"),
+            path=check.relative_path(fields.get("path"), f"{where}.path"),
             upload=upload,
         )
 
     def to_sdk(self, container_url: str | None, identity_reference: str | None = None) -> batch_models.OutputFile:
         destination = batch_models.OutputFileBlobContainerDestination(
-            container_url=container_url,
+            container_url=container_url or "",
             path=self.path,
             identity_reference=(
                 batch_models.BatchNodeIdentityReference(resource_id=identity_reference) if identity_reference else None
@@ -118,17 +114,20 @@ class OutputSpec:
         )
 
 
-def parse_inputs(values: Any, where: str) -> tuple[InputSpec, ...]:
+def _items(values: Any, where: str, what: str) -> list[Any]:
     if values is None:
-        return ()
-    if isinstance(values, (str, bytes, Mapping)):
-        raise TaskSpecError(f"{where} must be a list of inputs, got {type(values).__name__}")
-    return tuple(InputSpec.parse(item, f"{where}[{index}]") for index, item in enumerate(values))
+        return []
+    if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, (list, tuple)):
+        raise check.fail(where, f"must be a list of {what}, got {type(values).__name__} {values!r}")
+    return list(values)
+
+
+def parse_inputs(values: Any, where: str) -> tuple[InputSpec, ...]:
+    return tuple(
+        InputSpec.parse(item, f"{where}[{index}]") for index, item in enumerate(_items(values, where, "inputs"))
+    )
 
 
 def parse_outputs(values: Any, where: str) -> tuple[OutputSpec, ...]:
-    if values is None:
-        return ()
-    if isinstance(values, (str, bytes, Mapping)):
-        raise TaskSpecError(f"{where} must be a list of outputs, got {type(values).__name__}")
-    return tuple(OutputSpec.parse(item, f"{where}[{index}]") for index, item in enumerate(values))
+    items = _items(values, where, "outputs")
+    return tuple(OutputSpec.parse(item, f"{where}[{index}]") for index, item in enumerate(items))

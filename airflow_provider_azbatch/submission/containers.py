@@ -54,6 +54,12 @@ class RegistryCredentials:
             mask_secret(credentials.password)
         return credentials
 
+    def to_pool_json(self) -> dict[str, Any]:
+        """The pool's ``containerRegistries`` entry (REST): lets nodes pre-fetch private images."""
+        if self.identity_reference:
+            return {"registryServer": self.server, "identityReference": {"resourceId": self.identity_reference}}
+        return {"registryServer": self.server, "username": self.username, "password": self.password}
+
     def to_sdk(self) -> batch_models.ContainerRegistryReference:
         return batch_models.ContainerRegistryReference(
             registry_server=self.server,

@@ -7,11 +7,6 @@ import re
 
 MAX_ID_LENGTH = 64
 _INVALID = re.compile(r"[^A-Za-z0-9_-]+")
-_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
-
-
-class InvalidJobIdError(ValueError):
-    pass
 
 
 def _clean(text: str, limit: int) -> str:
@@ -29,11 +24,3 @@ def attempt_job_id(base: str, attempt: int) -> str:
     """The id of a fresh submission that replaces a failed job (attempt 2, 3, ...)."""
     suffix = f"-a{attempt}"
     return base[: MAX_ID_LENGTH - len(suffix)] + suffix
-
-
-def check_job_id(job_id: str) -> str:
-    if not isinstance(job_id, str) or not _ID.fullmatch(job_id):
-        raise InvalidJobIdError(
-            f"job_id {job_id!r} is not a valid Batch job id: use at most 64 letters, digits, '-' or '_'"
-        )
-    return job_id

@@ -4,18 +4,12 @@ from __future__ import annotations
 
 import json
 import random
-from datetime import datetime, timezone
 
 import pytest
 
-from airflow_provider_azbatch.utils.log_tail import (
-    MAX_LINE_BYTES,
-    StreamCursor,
-    _advance,
-    _created_marker,
-    _plan,
-    split_lines,
-)
+from airflow_provider_azbatch.watching.lines import MAX_LINE_BYTES, decode_line, split_lines
+from airflow_provider_azbatch.watching.state import FileInfo, StreamCursor
+from airflow_provider_azbatch.watching.streams import Tail
 
 # -- split_lines -----------------------------------------------------------------------------------
 
@@ -36,7 +30,9 @@ from airflow_provider_azbatch.utils.log_tail import (
         (b"a\r\nb\r", False, (["a"], 3)),
         (b"a\r\nb\r", True, (["a", "b"], 5)),
         (b"\r\n", False, ([""], 2)),
-        (b"mid\rline\n", False, (["mid\rline"], 9)),
+        # A progress bar redrawing itself with carriage returns shows as a terminal shows it.
+        (b"mid\rline\n", False, (["line"], 9)),
+        (b" 10%\r 50%\r100%\r\n", False, (["100%"], 16)),
         (b"tab\there  \n", False, (["tab\there  "], 11)),
     ],
 )
@@ -174,58 +170,128 @@ def test_stream_cursor_from_nothing(data):
     assert StreamCursor.from_json(data) == StreamCursor(0, None, False)
 
 
-def test_created_marker():
-    when = datetime(2024, 5, 1, 10, 0, tzinfo=timezone.utc)
-
-    assert _created_marker(when) == "2024-05-01T10:00:00+00:00"
-    assert _created_marker("Wed, 01 May 2024 10:00:00 GMT") == "Wed, 01 May 2024 10:00:00 GMT"
-    assert _created_marker(None) is None
+def test_decode_line_keeps_the_last_carriage_return_segment():
+    assert decode_line(b"a\rb\r") == "b"
+    assert decode_line(b"\r\r") == ""
+    assert decode_line(b"plain") == "plain"
 
 
-# -- _plan / _advance ------------------------------------------------------------------------------
+# -- Tail: what to read next and which lines the bytes complete --------------------------------------
+
+
+def _read(tail: Tail, data: bytes, max_bytes: int = 1 << 20) -> tuple[int, int] | None:
+    """The range the tail asks for next, given the file is ``data``."""
+    tail.observe(FileInfo(len(data), "t1"))
+    return tail.next_range(max_bytes)
+
+
+def test_tail_reads_only_new_bytes_and_keeps_an_unfinished_line():
+    tail = Tail(StreamCursor())
+    file = b"one\ntw"
+    assert _read(tail, file) == (0, 5)
+    assert tail.take(file, now=0.0, final=False) == ["one"]
+    # The unfinished "tw" is kept, not read again: the next read starts after it.
+    assert tail.cursor == StreamCursor(4, "t1")
+    assert tail.read_to == 6
+    file += b"o\nthree\n"
+    assert _read(tail, file) == (6, len(file) - 1)
+    assert tail.take(file[6:], now=1.0, final=False) == ["two", "three"]
+    assert tail.cursor == StreamCursor(len(file), "t1")
+    assert _read(tail, file) is None
+
+
+def test_bytes_downloaded_equal_bytes_written_for_a_progress_bar():
+    # 800 bytes a second, never a newline, read every second: each byte is fetched once.
+    tail = Tail(StreamCursor())
+    file = b""
+    fetched = 0
+    shown: list[str] = []
+    for second in range(100):
+        file += (f"\r{second:3d}% " + "#" * 794).encode()
+        span = _read(tail, file)
+        assert span is not None
+        fetched += span[1] - span[0] + 1
+        shown += tail.take(file[span[0] : span[1] + 1], now=float(second), final=False)
+        shown += tail.flush_if_stale(float(second), partial_line_seconds=10.0)
+    assert fetched == len(file) == 80000
+    # Shown every 10 s, as the terminal would show the bar then.
+    assert len(shown) == 9
+    assert shown[0].startswith(" 10% ###")
+
+
+def test_an_unfinished_line_is_shown_after_waiting_and_the_rest_continues_it():
+    tail = Tail(StreamCursor())
+    file = b"downloading 10%"
+    _read(tail, file)
+    assert tail.take(file, now=100.0, final=False) == []
+    assert tail.flush_if_stale(105.0, partial_line_seconds=10.0) == []
+    assert tail.flush_if_stale(110.0, partial_line_seconds=10.0) == ["downloading 10%"]
+    file += b" ... done\n"
+    span = _read(tail, file)
+    assert span == (15, len(file) - 1)
+    assert tail.take(file[15:], now=111.0, final=False) == [" ... done"]
+    assert tail.cursor.offset == len(file)
+
+
+def test_a_new_unfinished_line_waits_from_when_it_started():
+    tail = Tail(StreamCursor())
+    file = b"a"
+    _read(tail, file)
+    tail.take(file, now=0.0, final=False)
+    file += b"\nb"
+    _read(tail, file)
+    assert tail.take(b"\nb", now=9.0, final=False) == ["a"]
+    # "b" started at 9 s, not at 0 s.
+    assert tail.flush_if_stale(12.0, partial_line_seconds=10.0) == []
+    assert tail.flush_if_stale(19.0, partial_line_seconds=10.0) == ["b"]
+
+
+def test_final_take_shows_the_last_unfinished_line_and_is_done():
+    tail = Tail(StreamCursor())
+    file = b"a\nlast"
+    _read(tail, file)
+    assert tail.take(file, now=0.0, final=True) == ["a", "last"]
+    assert tail.cursor.done is True
+
+
+def test_final_take_before_the_end_is_not_done():
+    tail = Tail(StreamCursor())
+    file = b"a\nb\nc"
+    assert _read(tail, file, max_bytes=3) == (0, 2)
+    assert tail.take(file[:3], now=0.0, final=True) == ["a"]
+    assert tail.cursor.done is False
+    assert _read(tail, file, max_bytes=3) == (3, 4)
+    assert tail.take(file[3:], now=0.0, final=True) == ["b", "c"]
+    assert tail.cursor.done is True
 
 
 @pytest.mark.parametrize(
-    ("cursor", "size", "created", "max_bytes", "expected"),
+    ("cursor", "pending", "info", "restarted", "span"),
     [
-        # first read
-        (StreamCursor(), 100, "t1", 1000, (StreamCursor(0, "t1"), False, 100)),
-        # more than max_bytes is waiting: read a window
-        (StreamCursor(50, "t1"), 5000, "t1", 1000, (StreamCursor(50, "t1"), False, 1050)),
-        # nothing new
-        (StreamCursor(50, "t1"), 50, "t1", 1000, (StreamCursor(50, "t1"), False, 50)),
+        (StreamCursor(), b"", FileInfo(100, "t1"), False, (0, 99)),
+        (StreamCursor(50, "t1"), b"", FileInfo(5000, "t1"), False, (50, 1049)),
+        (StreamCursor(50, "t1"), b"", FileInfo(50, "t1"), False, None),
+        (StreamCursor(50, "t1"), b"xy", FileInfo(60, "t1"), False, (52, 59)),
         # a new file (the task was retried): from the start
-        (StreamCursor(50, "t1"), 200, "t2", 1000, (StreamCursor(0, "t2"), True, 200)),
-        (StreamCursor(50, "t1"), 2000, "t2", 100, (StreamCursor(0, "t2"), True, 100)),
+        (StreamCursor(50, "t1"), b"", FileInfo(200, "t2"), True, (0, 199)),
         # the file shrank: from the start
-        (StreamCursor(50, "t1"), 10, "t1", 1000, (StreamCursor(0, "t1"), True, 10)),
-        (StreamCursor(50, "t1"), 49, "t1", 1000, (StreamCursor(0, "t1"), True, 49)),
-        (StreamCursor(50, None), 10, None, 1000, (StreamCursor(0, None), True, 10)),
+        (StreamCursor(50, "t1"), b"", FileInfo(10, "t1"), True, (0, 9)),
+        (StreamCursor(50, "t1"), b"ab", FileInfo(51, "t1"), True, (0, 50)),
         # no creation time now or before: keep what is known
-        (StreamCursor(50, "t1"), 60, None, 1000, (StreamCursor(50, "t1"), False, 60)),
-        (StreamCursor(50, None), 60, "t1", 1000, (StreamCursor(50, "t1"), False, 60)),
-        # a done cursor starts over as not done
-        (StreamCursor(50, "t1", done=True), 80, "t1", 1000, (StreamCursor(50, "t1"), False, 80)),
+        (StreamCursor(50, "t1"), b"", FileInfo(60, None), False, (50, 59)),
+        (StreamCursor(50, None), b"", FileInfo(60, "t1"), False, (50, 59)),
     ],
 )
-def test_plan(cursor, size, created, max_bytes, expected):
-    assert _plan(cursor, size, created, max_bytes) == expected
+def test_observe_and_next_range(cursor, pending, info, restarted, span):
+    tail = Tail(cursor, pending=bytearray(pending))
+    assert tail.observe(info) is restarted
+    assert tail.next_range(1000) == span
+    if restarted:
+        assert tail.cursor == StreamCursor(0, info.created)
+        assert tail.pending == b""
 
 
-@pytest.mark.parametrize(
-    ("final", "at_end", "lines", "cursor"),
-    [
-        (False, True, ["a"], StreamCursor(12, "t1", False)),
-        (True, False, ["a"], StreamCursor(12, "t1", False)),
-        (True, True, ["a", "b"], StreamCursor(13, "t1", True)),
-    ],
-)
-def test_advance(final, at_end, lines, cursor):
-    assert _advance(StreamCursor(10, "t1"), b"a\nb", final=final, at_end=at_end) == (lines, cursor)
-
-
-def test_advance_is_not_done_while_an_over_long_line_is_pending():
-    # final and at end, everything used: done.
-    assert _advance(StreamCursor(0, "t1"), b"abc", final=True, at_end=True) == (["abc"], StreamCursor(3, "t1", True))
-    # a partial line and not final: the cursor stays before it.
-    assert _advance(StreamCursor(0, "t1"), b"abc", final=False, at_end=True) == ([], StreamCursor(0, "t1", False))
+def test_finish_shows_what_is_pending():
+    tail = Tail(StreamCursor(3, "t1"), pending=bytearray(b"end"))
+    assert tail.finish() == ["end"]
+    assert tail.cursor == StreamCursor(6, "t1", True)

@@ -116,8 +116,19 @@ class BatchPool:
         if self.kind in ("shared", "auto") and self.requirements is None:
             raise PoolStrategyError(f"a {self.kind} pool needs requirements (cpus, memory, gpus...) to be sized from")
 
-    def pool_body(self, *, containers: bool, multi_node: int, registries: Sequence[Mapping[str, Any]] = ()) -> dict:
-        """REST fields of the pool to create (without ``id``), for tasks needing up to ``multi_node`` nodes."""
+    def pool_body(
+        self,
+        *,
+        containers: bool,
+        multi_node: int,
+        registries: Sequence[Mapping[str, Any]] = (),
+        task_images: Sequence[str] = (),
+    ) -> dict[str, Any]:
+        """REST fields of the pool to create (without ``id``), for tasks needing up to ``multi_node`` nodes.
+
+        Its nodes pre-fetch ``task_images`` (the images of the tasks it is created for) besides the
+        strategy's own ``container_images``, so no task waits for a pull on a paid node.
+        """
         assert self.requirements is not None
         if multi_node > self.max_nodes:
             raise PoolStrategyError(
@@ -140,7 +151,7 @@ class BatchPool:
             autoscale=self.autoscale,
             # The service runs multi-node tasks only on pools with one task slot per node.
             task_slots_per_node=1 if multi_node > 1 else self.task_slots_per_node,
-            container_images=self.container_images,
+            container_images=tuple(dict.fromkeys([*self.container_images, *task_images])),
         )
         body = spec.to_rest()
         if multi_node > 1:
@@ -159,9 +170,8 @@ def pool_differences(existing: Mapping[str, Any], wanted: Mapping[str, Any]) -> 
         ref = body.get("virtualMachineConfiguration", {}).get("imageReference", {})
         return tuple(str(ref.get(key, "")).lower() for key in ("publisher", "offer", "sku"))
 
-    def containers(body: Mapping[str, Any]) -> tuple[bool, frozenset[str]]:
-        config = body.get("virtualMachineConfiguration", {}).get("containerConfiguration")
-        return config is not None, frozenset((config or {}).get("containerImageNames") or [])
+    def containers(body: Mapping[str, Any]) -> bool:
+        return body.get("virtualMachineConfiguration", {}).get("containerConfiguration") is not None
 
     checks = [
         ("vmSize", str(existing.get("vmSize", "")).lower(), str(wanted.get("vmSize", "")).lower()),
@@ -187,3 +197,10 @@ def pool_differences(existing: Mapping[str, Any], wanted: Mapping[str, Any]) -> 
     if wanted.get("enableInterNodeCommunication"):
         checks.append(("enableInterNodeCommunication", bool(existing.get("enableInterNodeCommunication")), True))
     return [f"{name} is {have!r}, this task wants {want!r}" for name, have, want in checks if have != want]
+
+
+def images_not_prefetched(existing: Mapping[str, Any], images: Sequence[str]) -> list[str]:
+    """Images of the job's tasks that an existing pool's nodes do not pre-fetch (each node pulls them)."""
+    config = existing.get("virtualMachineConfiguration", {}).get("containerConfiguration") or {}
+    have = {name.lower() for name in config.get("containerImageNames") or []}
+    return [image for image in images if image.lower() not in have]

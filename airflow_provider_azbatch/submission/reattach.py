@@ -5,6 +5,12 @@ and map index. A try looks at them in order (from the one its task instance reme
 task state store, when there is one) and reattaches to an active job, reports a job that already
 succeeded, or submits the next id after jobs that failed. Two tries racing for one id meet at the
 service (``JobExists``), and the loser reattaches to the winner's job.
+
+The decisions follow Airflow 3.3's ``ResumableJobMixin``: the same state-store key convention
+(``external_id_key``) and the same ``resumable_job.*`` metrics for each decision (fresh_submit,
+reconnect_success, already_succeeded, terminal_resubmit).
+Unlike the mixin, a crash between submitting and remembering loses nothing: the next try finds the job
+by its deterministic id.
 """
 
 from __future__ import annotations
@@ -14,12 +20,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_provider_azbatch.utils.job_ids import attempt_job_id
-from airflow_provider_azbatch.utils.job_spec import JobSubmission
-from airflow_provider_azbatch.utils.job_watch import enum_value
+from airflow_provider_azbatch.enums import enum_value
+from airflow_provider_azbatch.submission.job import JobSubmission
+from airflow_provider_azbatch.submission.job_ids import attempt_job_id
 
 ACTIVE_JOB_STATES = ("active", "disabling", "disabled", "enabling")
-# Where a try remembers the job it watches (Airflow >= 3.3 task state store), across worker crashes.
+# The task state store key of the job a try watches (ResumableJobMixin's ``external_id_key``).
 STATE_STORE_KEY = "azbatch_job_id"
 
 _log = logging.getLogger(__name__)
@@ -38,7 +44,7 @@ def remembered_job(context: Any) -> str | None:
         return None
     try:
         value = store.get(STATE_STORE_KEY)
-    except Exception:  # an execution API without a task state store (older Airflow): ids alone suffice
+    except Exception:  # an execution API without a task state store: ids alone suffice
         return None
     return value if isinstance(value, str) else None
 
@@ -63,6 +69,29 @@ def attempt_of(job_id: str | None, base: str) -> int:
     return 1
 
 
+def submit(hook: Any, submission: JobSubmission) -> bool:
+    """Create the job and add its tasks, then let it end with its last task; True if created now.
+
+    Safe to repeat: an existing job is left as it is and tasks already added count as added, so a crash
+    anywhere in here is mended by calling it again (a retry of the Airflow task does).
+    """
+    created: bool = hook.create_job(submission.job_options())
+    tasks = submission.task_options()
+    if tasks:
+        hook.add_tasks(submission.job_id, tasks)
+    if submission.terminate_when_done:
+        hook.close_job_when_done(submission.job_id)
+    return created
+
+
+def _metric(name: str, operator: str) -> None:
+    try:
+        from airflow.sdk._shared.observability.metrics import stats
+    except ImportError:  # pragma: no cover - an Airflow without the task SDK's metrics
+        return
+    stats.incr(f"resumable_job.{name}", tags={"operator": operator})
+
+
 def submit_or_reattach(
     hook: Any,
     submission: JobSubmission,
@@ -72,6 +101,7 @@ def submit_or_reattach(
     force_new: bool,
     log: Any,
     claim: Callable[[str], None] = lambda job_id: None,
+    operator: str = "AzureBatchJobOperator",
 ) -> Attachment:
     """Submit ``submission`` (its ``job_id`` is the base id) or attach to the job an earlier try made.
 
@@ -80,36 +110,52 @@ def submit_or_reattach(
     """
     base = submission.job_id
     attempt = attempt_of(remembered, base)
+    if remembered:
+        _metric("reconnect_attempt", operator)
     while True:
         job_id = base if attempt == 1 else attempt_job_id(base, attempt)
         job = hook.get_job(job_id, select=["id", "state", "executionInfo"])
         if job is None:
             submission.job_id = job_id
             log.info(
-                "Submitting Batch job %s with %d task(s) to pool %s", job_id, len(submission.tasks), submission.pool_id
+                "Submitting Batch job %s with %d task(s) to pool %s",
+                job_id,
+                len(submission.tasks),
+                submission.pool_id or "(auto pool)",
             )
+            _metric("fresh_submit", operator)
             claim(job_id)
-            created = hook.submit_job(submission)
+            created = submit(hook, submission)
             remember(job_id)
             if created:
                 return Attachment(job_id, finished=False)
             continue  # someone else created it in between: look at it again
         state = enum_value(job.state)
         if state in ACTIVE_JOB_STATES and not force_new:
-            log.info("Reattaching to Batch job %s (state %s) submitted by an earlier try", job_id, state)
+            log.info(
+                "Reattaching to Batch job %s (state %s) submitted by an earlier try",
+                job_id,
+                state,
+            )
+            _metric("reconnect_success", operator)
             submission.job_id = job_id
             claim(job_id)
-            hook.submit_job(submission)  # adds any task a crashed try did not add yet
+            submit(hook, submission)  # adds any task a crashed try did not add yet
             remember(job_id)
             return Attachment(job_id, finished=False)
         if state == "completed" and not force_new and _all_succeeded(hook, job_id):
-            log.info("Batch job %s already finished successfully in an earlier try; not running it again", job_id)
+            log.info(
+                "Batch job %s already finished successfully in an earlier try; not running it again",
+                job_id,
+            )
+            _metric("already_succeeded", operator)
             return Attachment(job_id, finished=True)
         if state not in ACTIVE_JOB_STATES:
             log.info("Batch job %s is %s and did not succeed: submitting a new job", job_id, state)
+            _metric("terminal_resubmit", operator)
         attempt += 1
 
 
 def _all_succeeded(hook: Any, job_id: str) -> bool:
     counts = hook.get_task_counts(job_id)
-    return counts.failed == 0 and counts.active == 0 and counts.running == 0 and counts.completed > 0
+    return bool(counts.failed == 0 and counts.active == 0 and counts.running == 0 and counts.completed > 0)

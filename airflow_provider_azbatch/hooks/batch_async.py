@@ -1,0 +1,210 @@
+"""``AzureBatchAsyncHook``: the same account through the native ``azure.batch.aio`` client, for triggers.
+
+A triggerer may run a thousand triggers in one event loop; each opening its own client would mean a
+thousand connection pools. The hook leases one client per connection and event loop, shared by every
+trigger of that connection; the last one to leave closes it (and its credential).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from airflow.sdk import BaseHook
+from azure.core.exceptions import HttpResponseError, ResourceNotFoundError
+
+from airflow_provider_azbatch import config
+from airflow_provider_azbatch.enums import enum_value
+from airflow_provider_azbatch.hooks.connection import BatchConnectionSettings, load_settings
+from airflow_provider_azbatch.hooks.credentials import build_credential, client_kwargs
+from airflow_provider_azbatch.hooks.errors import error_code
+from airflow_provider_azbatch.hooks.storage import BlobStorage, LogLocation
+from airflow_provider_azbatch.hooks.translate import (
+    POOL_SELECT,
+    counts_of,
+    file_info,
+    id_filter,
+    job_status_of,
+    state_filter,
+    tail_range,
+)
+from airflow_provider_azbatch.watching.state import FileEnd, FileInfo, JobStatus, TaskCounts
+
+
+@dataclass
+class _Lease:
+    client: Any
+    credential: Any
+    settings: BatchConnectionSettings
+    users: int = 0
+
+
+_leases: dict[tuple[int, str], _Lease] = {}
+_locks: dict[int, asyncio.Lock] = {}
+
+
+def _loop_lock() -> asyncio.Lock:
+    loop_id = id(asyncio.get_running_loop())
+    lock = _locks.get(loop_id)
+    if lock is None:
+        lock = _locks[loop_id] = asyncio.Lock()
+    return lock
+
+
+def open_client_count() -> int:
+    """How many shared clients are open (for tests and diagnostics)."""
+    return len(_leases)
+
+
+class AzureBatchAsyncHook(BaseHook):
+    """The read primitives of :class:`~airflow_provider_azbatch.hooks.batch.AzureBatchHook`, as coroutines.
+
+    Use it inside ``async with hook.connected():``, which leases the shared client.
+    """
+
+    conn_name_attr = "azbatch_conn_id"
+    default_conn_name = "azbatch_default"
+    conn_type = "azbatch"
+    hook_name = "Azure Batch (azbatch)"
+
+    def __init__(self, azbatch_conn_id: str | None = None) -> None:
+        super().__init__()
+        self.azbatch_conn_id = azbatch_conn_id or config.get_str("default_conn_id")
+        self._lease: _Lease | None = None
+
+    async def get_settings(self) -> BatchConnectionSettings:
+        """The connection's settings, read without blocking the event loop."""
+        if self._lease is not None:
+            return self._lease.settings
+        return load_settings(await BaseHook.aget_connection(self.azbatch_conn_id))
+
+    @contextlib.asynccontextmanager
+    async def connected(self) -> AsyncIterator[AzureBatchAsyncHook]:
+        """Lease the shared aio client of this connection for the running event loop."""
+        from azure.batch.aio import BatchClient as AsyncBatchClient
+
+        key = (id(asyncio.get_running_loop()), self.azbatch_conn_id)
+        async with _loop_lock():
+            lease = _leases.get(key)
+            if lease is None:
+                settings = await self.get_settings()
+                credential = build_credential(settings, asynchronous=True)
+                client = AsyncBatchClient(settings.account_url, credential, **client_kwargs(settings))
+                lease = _leases[key] = _Lease(client, credential, settings)
+            lease.users += 1
+        self._lease = lease
+        try:
+            yield self
+        finally:
+            self._lease = None
+            async with _loop_lock():
+                lease.users -= 1
+                if lease.users == 0 and _leases.get(key) is lease:
+                    del _leases[key]
+                    await lease.client.close()
+                    close = getattr(lease.credential, "close", None)
+                    if close is not None:
+                        result = close()
+                        if asyncio.iscoroutine(result):
+                            await result
+
+    @property
+    def client(self) -> Any:
+        if self._lease is None:
+            raise RuntimeError("AzureBatchAsyncHook is used outside `async with hook.connected()`")
+        return self._lease.client
+
+    # -- read primitives of a watch step --------------------------------------------------------------
+    async def get_task_counts(self, job_id: str) -> TaskCounts:
+        return counts_of(await self.client.get_job_task_counts(job_id))
+
+    async def get_job_status(self, job_id: str) -> JobStatus | None:
+        try:
+            job = await self.client.get_job(job_id, select=["state", "executionInfo"])
+        except ResourceNotFoundError:
+            return None
+        return job_status_of(job)
+
+    async def list_task_states(self, job_id: str, task_ids: Sequence[str]) -> dict[str, str]:
+        tasks = self.client.list_tasks(job_id, filter=id_filter(task_ids), select=["id", "state"])
+        return {task.id: enum_value(task.state) async for task in tasks}
+
+    async def list_task_files(self, job_id: str, task_id: str) -> dict[str, FileInfo] | None:
+        try:
+            return {
+                f.name: file_info(f) async for f in self.client.list_task_files(job_id, task_id) if not f.is_directory
+            }
+        except ResourceNotFoundError:
+            return None
+
+    async def read_task_file(self, job_id: str, task_id: str, path: str, start: int, end: int) -> bytes | None:
+        try:
+            stream = await self.client.download_task_file(job_id, task_id, path, ocp_range=f"bytes={start}-{end}")
+            return b"".join([chunk async for chunk in stream])
+        except ResourceNotFoundError:
+            return None
+
+    async def read_task_file_tail(self, job_id: str, task_id: str, path: str, max_bytes: int) -> FileEnd | None:
+        try:
+            size = (await self.client.get_task_file_properties(job_id, task_id, path)).content_length or 0
+        except ResourceNotFoundError:
+            return None
+        span = tail_range(size, max_bytes)
+        data = await self.read_task_file(job_id, task_id, path, *span) if span else b""
+        return FileEnd(data or b"", whole=span is None or span[0] == 0)
+
+    async def get_uploaded_log_size(self, location: dict[str, str], job_id: str, task_id: str, name: str) -> int | None:
+        where = LogLocation(**location)
+        return await self._storage().ablob_size(where.container, where.blob(job_id, task_id, name))
+
+    async def read_uploaded_log(
+        self, location: dict[str, str], job_id: str, task_id: str, name: str, start: int, end: int
+    ) -> bytes:
+        where = LogLocation(**location)
+        return await self._storage().aread_blob(where.container, where.blob(job_id, task_id, name), start, end)
+
+    async def get_pool_snapshot(self, pool_id: str) -> Any:
+        try:
+            return await self.client.get_pool(pool_id, select=POOL_SELECT)
+        except ResourceNotFoundError:
+            return None
+
+    async def list_nodes_in_states(self, pool_id: str, states: Sequence[str]) -> list[Any]:
+        select = ["id", "state", "startTaskInfo"]
+        return [node async for node in self.client.list_nodes(pool_id, filter=state_filter(states), select=select)]
+
+    async def read_node_file_tail(self, pool_id: str, node_id: str, path: str, max_bytes: int) -> FileEnd | None:
+        try:
+            size = (await self.client.get_node_file_properties(pool_id, node_id, path)).content_length or 0
+            span = tail_range(size, max_bytes)
+            if span is None:
+                return FileEnd(b"", whole=True)
+            stream = await self.client.download_node_file(
+                pool_id, node_id, path, ocp_range=f"bytes={span[0]}-{span[1]}"
+            )
+            return FileEnd(b"".join([chunk async for chunk in stream]), whole=span[0] == 0)
+        except ResourceNotFoundError:
+            return None
+
+    # -- the one write a trigger makes ------------------------------------------------------------------
+    async def terminate_job(self, job_id: str, reason: str) -> bool:
+        """Ask the service to terminate the job (not waiting for it); False if it had ended or is gone."""
+        # SDK 15.1.0 quirk: see hooks/batch.py.
+        from azure.batch.models._models import BatchJobTerminateOptions
+
+        try:
+            await self.client.begin_terminate_job(job_id, BatchJobTerminateOptions(termination_reason=reason))
+        except ResourceNotFoundError:
+            return False
+        except HttpResponseError as exc:
+            if error_code(exc) in ("JobCompleted", "JobBeingDeleted", "JobBeingTerminated"):
+                return False
+            raise
+        return True
+
+    def _storage(self) -> BlobStorage:
+        assert self._lease is not None
+        return BlobStorage.from_settings(self._lease.settings, "Uploaded task logs")

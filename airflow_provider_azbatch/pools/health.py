@@ -1,0 +1,94 @@
+"""Telling a job that waits for nodes from a job that will never get any. No I/O.
+
+While a job's tasks wait (active, none running), its pool is looked at every ``pool_check_interval``:
+allocation errors (``resizeErrors``: quota, VM size not available...) with no node to run on, an
+autoscale formula that fails, or every node stuck after a failed start task, end the wait with the
+service's own cause instead of waiting forever.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from airflow_provider_azbatch.enums import enum_value
+from airflow_provider_azbatch.watching.calls import Call, Step, ask
+
+STUCK_NODE_STATES = ("starttaskfailed", "unusable")
+START_TASK_STDERR = "startup/stderr.txt"
+STDERR_TAIL_BYTES = 8 * 1024
+
+
+class PoolProblem(Exception):
+    """The job's pool cannot run it; the message says why, in the service's words.
+
+    ``certain`` is False for what one look cannot prove (idle nodes while tasks wait may be a passing
+    moment): the watcher fails the job only when the next look sees the same.
+    """
+
+    def __init__(self, message: str, *, certain: bool = True) -> None:
+        super().__init__(message)
+        self.certain = certain
+
+
+def _errors(pool: Any) -> str:
+    return "; ".join(f"{e.code}: {e.message}" for e in (pool.resize_errors or []))
+
+
+def diagnose(pool: Any, stuck_nodes: list[Any], stderr_tail: list[str], idle_nodes: int = 0) -> PoolProblem | None:
+    """A failure message, or None while the pool may still get usable nodes.
+
+    ``idle_nodes``: nodes doing nothing while the job's tasks wait (a multi-node task that needs more
+    nodes than the pool could allocate leaves them so).
+    """
+    current = (pool.current_dedicated_nodes or 0) + (pool.current_low_priority_nodes or 0)
+    allocation_failed = bool(pool.resize_errors) and enum_value(pool.allocation_state) == "steady"
+    if allocation_failed and current - len(stuck_nodes) <= 0:
+        return PoolProblem(f"Pool {pool.id} could not allocate nodes for the job: {_errors(pool)}")
+    if allocation_failed and current and idle_nodes >= current - len(stuck_nodes):
+        return PoolProblem(
+            f"Pool {pool.id} got {current} of the nodes it asked for, too few for the waiting tasks "
+            f"(its {idle_nodes} usable nodes stay idle): {_errors(pool)}",
+            certain=False,
+        )
+    run = pool.auto_scale_run
+    if pool.enable_auto_scale and run is not None and run.error is not None and current == 0:
+        details = "; ".join(f"{v.name}={v.value}" for v in (run.error.values or []))
+        return PoolProblem(
+            f"Pool {pool.id} cannot scale up: its autoscale formula failed ({run.error.code}: {run.error.message}"
+            + (f"; {details}" if details else "")
+            + ")"
+        )
+    if current and len(stuck_nodes) >= current:
+        node = stuck_nodes[0]
+        info = node.start_task_info
+        failure = getattr(info, "failure_info", None)
+        reason = f"node {node.id} is {enum_value(node.state)}"
+        if info is not None and getattr(info, "exit_code", None) is not None:
+            reason += f"; its start task exited with code {info.exit_code}"
+        if failure is not None:
+            reason += f" ({failure.code}: {failure.message})"
+        message = f"Pool {pool.id} has no usable node: {reason}"
+        if stderr_tail:
+            message += ". Last lines of the start task's stderr:\n" + "\n".join(f"    {line}" for line in stderr_tail)
+        return PoolProblem(message)
+    return None
+
+
+def check_pool(pool_id: str) -> Step[PoolProblem | None]:
+    """Look at the pool (and its stuck nodes); the problem that keeps the job from running, if any."""
+    pool, stuck = yield from ask(
+        Call("get_pool_snapshot", (pool_id,)), Call("list_nodes_in_states", (pool_id, STUCK_NODE_STATES))
+    )
+    if pool is None:
+        return PoolProblem(f"Pool {pool_id} does not exist (it was deleted, or never created)")
+    calls = []
+    if stuck:
+        calls.append(Call("read_node_file_tail", (pool_id, stuck[0].id, START_TASK_STDERR, STDERR_TAIL_BYTES)))
+    if pool.resize_errors:
+        calls.append(Call("list_nodes_in_states", (pool_id, ("idle",))))
+    results = (yield from ask(*calls)) if calls else []
+    tail: list[str] = []
+    if stuck and results[0] is not None:
+        tail = results[0].last_lines(10)
+    idle = len(results[-1]) if pool.resize_errors else 0
+    return diagnose(pool, stuck, tail, idle)

@@ -1,0 +1,151 @@
+"""One Batch job and its tasks as SDK request models: what the operator submits."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from azure.batch import models as batch_models
+
+from airflow_provider_azbatch.submission.blob_io import InputSpec, OutputSpec
+from airflow_provider_azbatch.submission.containers import RegistryCredentials, container_settings
+from airflow_provider_azbatch.submission.tasks import DEFAULT_COORDINATION_COMMAND, TaskSpec
+
+
+@dataclass
+class TaskExtras:
+    """What the operator adds to every task: container settings, and Blob inputs/outputs resolved to
+    container URLs (with SAS), including the upload of the task's logs."""
+
+    image: str | None = None
+    registry: RegistryCredentials | None = None
+    container_run_options: str | None = None
+    container_working_directory: str = "task"
+    inputs: tuple[InputSpec, ...] = ()
+    outputs: tuple[OutputSpec, ...] = ()
+    output_container: str | None = None
+    read_urls: Mapping[str, str] = field(default_factory=dict)
+    write_urls: Mapping[str, str] = field(default_factory=dict)
+    output_identity: str | None = None
+    log_container: str | None = None
+    # (job id, task id) -> blob path of the task's uploaded logs, when logs are uploaded.
+    log_path: Callable[[str, str], str] | None = None
+
+    def container_settings(self, task_image: str | None) -> batch_models.BatchTaskContainerSettings | None:
+        image = task_image or self.image
+        if image is None:
+            return None
+        return container_settings(image, self.registry, self.container_run_options, self.container_working_directory)
+
+    def resource_files(self, task_inputs: Sequence[InputSpec]) -> list[batch_models.ResourceFile]:
+        return [spec.to_sdk(self.read_urls.get(spec.container or "")) for spec in (*self.inputs, *task_inputs)]
+
+    def output_files(
+        self, job_id: str, task_id: str, task_outputs: Sequence[OutputSpec]
+    ) -> list[batch_models.OutputFile]:
+        files = []
+        for spec in (*self.outputs, *task_outputs):
+            container = spec.container or self.output_container or ""
+            files.append(spec.to_sdk(self.write_urls.get(container), self.output_identity))
+        if self.log_container and self.log_path is not None:
+            # Logs are uploaded whatever the outcome: that is when they are needed most.
+            logs = OutputSpec(
+                pattern="../std*.txt",
+                container=self.log_container,
+                path=self.log_path(job_id, task_id),
+                upload="completion",
+            )
+            files.append(logs.to_sdk(self.write_urls.get(self.log_container), self.output_identity))
+        return files
+
+
+@dataclass
+class JobSubmission:
+    """Everything needed to create one Batch job and its tasks.
+
+    The job runs on ``pool_id`` (an existing or shared pool) or on an auto-pool made from
+    ``auto_pool`` (REST pool fields) and deleted with the job.
+    """
+
+    job_id: str
+    pool_id: str | None
+    tasks: list[TaskSpec]
+    environment: Mapping[str, str] = field(default_factory=dict)
+    metadata: Mapping[str, str] = field(default_factory=dict)
+    default_retries: int | None = None
+    default_wall_clock: timedelta | None = None
+    job_max_wall_clock: timedelta | None = None
+    display_name: str | None = None
+    terminate_when_done: bool = True
+    max_parallel_tasks: int | None = None
+    auto_pool: Mapping[str, Any] | None = None
+    auto_pool_prefix: str = "airflow"
+    extras: TaskExtras = field(default_factory=TaskExtras)
+
+    def pool_info(self) -> batch_models.BatchPoolInfo:
+        if self.auto_pool is not None:
+            return batch_models.BatchPoolInfo(
+                auto_pool_specification=batch_models.BatchAutoPoolSpecification(
+                    auto_pool_id_prefix=self.auto_pool_prefix,
+                    pool_lifetime_option=batch_models.BatchPoolLifetimeOption.JOB,
+                    keep_alive=False,
+                    pool=batch_models.BatchPoolSpecification(dict(self.auto_pool)),
+                )
+            )
+        return batch_models.BatchPoolInfo(pool_id=self.pool_id)
+
+    def job_options(self) -> batch_models.BatchJobCreateOptions:
+        constraints = None
+        if self.job_max_wall_clock is not None:
+            constraints = batch_models.BatchJobConstraints(max_wall_clock_time=self.job_max_wall_clock)
+        return batch_models.BatchJobCreateOptions(
+            id=self.job_id,
+            display_name=self.display_name,
+            pool_info=self.pool_info(),
+            uses_task_dependencies=any(task.depends_on for task in self.tasks) or None,
+            common_environment_settings=[
+                batch_models.EnvironmentSetting(name=k, value=v) for k, v in self.environment.items()
+            ]
+            or None,
+            metadata=[batch_models.BatchMetadataItem(name=k, value=v) for k, v in self.metadata.items()] or None,
+            constraints=constraints,
+            max_parallel_tasks=self.max_parallel_tasks,
+            # Set to terminate-job only once every task is added: a job told to end when all its tasks are
+            # done could end between two batches.
+            all_tasks_complete_mode=batch_models.BatchAllTasksCompleteMode.NO_ACTION,
+        )
+
+    def task_options(self) -> list[batch_models.BatchTaskCreateOptions]:
+        return [self._task_options(task) for task in self.tasks]
+
+    def _task_options(self, task: TaskSpec) -> batch_models.BatchTaskCreateOptions:
+        extras = self.extras
+        retries = task.max_retries if task.max_retries is not None else self.default_retries
+        wall_clock = task.max_wall_clock or self.default_wall_clock
+        constraints = None
+        if retries is not None or wall_clock is not None:
+            constraints = batch_models.BatchTaskConstraints(
+                max_task_retry_count=retries, max_wall_clock_time=wall_clock
+            )
+        multi = None
+        if task.num_nodes > 1:
+            multi = batch_models.MultiInstanceSettings(
+                number_of_instances=task.num_nodes,
+                coordination_command_line=task.coordination_command or DEFAULT_COORDINATION_COMMAND,
+            )
+        return batch_models.BatchTaskCreateOptions(
+            id=task.id,
+            command_line=task.command_line,
+            display_name=task.display_name,
+            environment_settings=[batch_models.EnvironmentSetting(name=k, value=v) for k, v in task.environment.items()]
+            or None,
+            constraints=constraints,
+            depends_on=batch_models.BatchTaskDependencies(task_ids=list(task.depends_on)) if task.depends_on else None,
+            required_slots=task.required_slots,
+            multi_instance_settings=multi,
+            container_settings=extras.container_settings(task.image),
+            resource_files=extras.resource_files(task.inputs) or None,
+            output_files=extras.output_files(self.job_id, task.id, task.outputs) or None,
+        )

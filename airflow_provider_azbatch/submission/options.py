@@ -1,0 +1,104 @@
+"""Option groups of ``AzureBatchJobOperator``: containers, Blob inputs and outputs, fan-out.
+
+Each can be passed as one object (``containers=ContainerOptions(image=...)``) or as the operator's flat
+parameters of the same names (``image=...``); not both for the same option. Their string fields are
+templated like the operator's own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from airflow_provider_azbatch.submission import validation as check
+
+WORKING_DIRECTORIES = ("task", "image")
+
+
+@dataclass
+class ContainerOptions:
+    """Run the job's tasks in a container image.
+
+    :param image: the image (``myregistry.azurecr.io/train:1``); a task's own ``image`` wins.
+    :param registry_conn_id: connection of a private registry: host = server, login + password, or
+        extra ``identity_reference`` (a managed identity allowed to pull).
+    :param run_options: extra ``docker create`` options.
+    :param working_directory: ``task`` (the task's working directory, default) or ``image`` (the image's).
+    """
+
+    image: str | None = None
+    registry_conn_id: str | None = None
+    run_options: str | None = None
+    working_directory: str = "task"
+
+    template_fields: ClassVar[Sequence[str]] = ("image", "run_options")
+
+    def check(self, prefix: str = "containers.") -> None:
+        check.text(self.image, f"{prefix}image")
+        check.text(self.registry_conn_id, f"{prefix}registry_conn_id")
+        check.text(self.run_options, f"{prefix}run_options")
+        if self.working_directory not in WORKING_DIRECTORIES:
+            raise check.fail(f"{prefix}working_directory", f"must be 'task' or 'image', got {self.working_directory!r}")
+
+
+@dataclass
+class BlobOptions:
+    """Blob inputs and outputs of every task, and where task logs are uploaded.
+
+    :param inputs: downloads before each task runs: ``{"container", "prefix", "path"}`` or ``{"url", "path"}``.
+    :param outputs: uploads after each task: ``{"pattern", "container", "path", "upload"}``.
+    :param output_container: default container of outputs, and where task logs are uploaded.
+    :param upload_logs: upload each task's stdout/stderr to ``output_container`` (default: when it is set).
+    :param logs_prefix: blob path of uploaded logs: ``<logs_prefix>/<job id>/<task id>/stdout.txt``.
+    :param output_identity: resource id of a managed identity the nodes upload with, instead of a SAS.
+    """
+
+    inputs: Sequence[Mapping[str, Any]] = ()
+    outputs: Sequence[Mapping[str, Any]] = ()
+    output_container: str | None = None
+    upload_logs: bool | None = None
+    logs_prefix: str = "azbatch-logs"
+    output_identity: str | None = None
+
+    template_fields: ClassVar[Sequence[str]] = ("inputs", "outputs", "output_container", "logs_prefix")
+
+    def check(self, prefix: str = "blob.") -> None:
+        check.container_name(self.output_container, f"{prefix}output_container")
+        check.relative_path(self.logs_prefix, f"{prefix}logs_prefix", required=True)
+        check.text(self.output_identity, f"{prefix}output_identity")
+        if self.upload_logs is not None and not isinstance(self.upload_logs, bool):
+            raise check.fail(f"{prefix}upload_logs", f"must be True or False, got {self.upload_logs!r}")
+
+
+@dataclass
+class FanOut:
+    """One task per item of ``parameters``: ``command_template.format(**item)`` (``{value}`` for plain items).
+
+    Task ids are ``<task_id_prefix>-<index>``.
+    """
+
+    command_template: str
+    parameters: Sequence[Any] = field(default_factory=list)
+    task_id_prefix: str = "task"
+
+    template_fields: ClassVar[Sequence[str]] = ("command_template", "parameters")
+
+
+def merge(
+    group: str, given: Any, flat: Mapping[str, Any], kind: type[Any], aliases: Mapping[str, str] | None = None
+) -> Any:
+    """The option object from ``given`` or from the flat parameters (None: not given); not both.
+
+    ``aliases``: the operator's name of a flat parameter whose option field is named differently.
+    """
+    set_flat = {name: value for name, value in flat.items() if value is not None}
+    if given is None:
+        return kind(**set_flat)
+    if not isinstance(given, kind):
+        raise check.fail(group, f"must be a {kind.__name__}, got {type(given).__name__} {given!r}")
+    if set_flat:
+        name = sorted(set_flat)[0]
+        param = (aliases or {}).get(name, name)
+        raise check.fail(param, f"is also set in {group}: give {group}.{name} or {param}, not both")
+    return given

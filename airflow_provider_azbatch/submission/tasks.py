@@ -1,0 +1,196 @@
+"""The tasks of a job as an operator user writes them, checked as a whole before anything is submitted."""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from airflow_provider_azbatch.submission import validation as check
+from airflow_provider_azbatch.submission.blob_io import InputSpec, OutputSpec, parse_inputs, parse_outputs
+
+TASK_FIELDS = (
+    "id",
+    "command_line",
+    "environment",
+    "max_retries",
+    "max_wall_clock",
+    "depends_on",
+    "required_slots",
+    "display_name",
+    "image",
+    "num_nodes",
+    "coordination_command",
+    "inputs",
+    "outputs",
+)
+# What a multi-node task's instances run before the primary's command when none is given.
+DEFAULT_COORDINATION_COMMAND = "true"
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """One Batch task: ``id`` and ``command_line`` (run by ``/bin/sh -c`` on Linux nodes), optionally
+    ``environment``, ``max_retries``, ``max_wall_clock`` (timedelta or seconds), ``depends_on`` (ids),
+    ``required_slots``, ``display_name``, ``image`` (run in this container image), ``num_nodes`` with
+    ``coordination_command`` (a multi-node task), ``inputs`` and ``outputs`` (Blob; see blob_io)."""
+
+    id: str
+    command_line: str
+    environment: Mapping[str, str] = field(default_factory=dict)
+    max_retries: int | None = None
+    max_wall_clock: timedelta | None = None
+    depends_on: Sequence[str] = ()
+    required_slots: int | None = None
+    display_name: str | None = None
+    image: str | None = None
+    num_nodes: int = 1
+    coordination_command: str | None = None
+    inputs: tuple[InputSpec, ...] = ()
+    outputs: tuple[OutputSpec, ...] = ()
+
+    @classmethod
+    def parse(cls, value: Any, where: str) -> TaskSpec:
+        if isinstance(value, TaskSpec):
+            value = {name: getattr(value, name) for name in TASK_FIELDS}
+        if not isinstance(value, Mapping):
+            raise check.fail(
+                where, f"must be a mapping with at least id and command_line, got {type(value).__name__} {value!r}"
+            )
+        unknown = sorted(str(key) for key in value if key not in TASK_FIELDS)
+        if unknown:
+            raise check.fail(where, f"has unknown field(s) {', '.join(unknown)}; known: {', '.join(TASK_FIELDS)}")
+        task_id = check.batch_id(value.get("id"), f"{where}.id", "Batch task id")
+        image = check.text(value.get("image"), f"{where}.image")
+        if image is not None and any(c.isspace() for c in image):
+            raise check.fail(f"{where}.image", f"{image!r} is not a container image name (it has whitespace)")
+        num_nodes = value.get("num_nodes")
+        num_nodes = 1 if num_nodes is None else check.integer(num_nodes, f"{where}.num_nodes", minimum=1)
+        coordination = value.get("coordination_command")
+        if coordination is not None:
+            coordination = check.command_line(coordination, f"{where}.coordination_command")
+            if num_nodes == 1:
+                raise check.fail(
+                    f"{where}.coordination_command", "needs num_nodes > 1 (it runs on every node of the task)"
+                )
+        slots = value.get("required_slots")
+        return cls(
+            id=task_id,
+            command_line=check.command_line(value.get("command_line"), f"{where}.command_line"),
+            environment=check.environment(value.get("environment"), f"{where}.environment"),
+            max_retries=check.retries(value.get("max_retries"), f"{where}.max_retries"),
+            max_wall_clock=check.duration(value.get("max_wall_clock"), f"{where}.max_wall_clock"),
+            depends_on=tuple(
+                check.batch_id(item, f"{where}.depends_on[{index}]", "Batch task id")
+                for index, item in enumerate(check.string_list(value.get("depends_on"), f"{where}.depends_on"))
+            ),
+            required_slots=None
+            if slots is None
+            else check.integer(slots, f"{where}.required_slots", minimum=1, maximum=check.MAX_SLOTS),
+            display_name=check.text(
+                value.get("display_name"), f"{where}.display_name", max_chars=check.MAX_DISPLAY_NAME
+            ),
+            image=image,
+            num_nodes=num_nodes,
+            coordination_command=coordination,
+            inputs=parse_inputs(value.get("inputs"), f"{where}.inputs"),
+            outputs=parse_outputs(value.get("outputs"), f"{where}.outputs"),
+        )
+
+
+def _fan_out(template: Any, parameters: Any, prefix: Any) -> list[TaskSpec]:
+    command = check.command_line(template, "command_template")
+    check.batch_id(prefix, "task_id_prefix", "task id prefix")
+    if isinstance(parameters, (str, bytes, Mapping)) or not isinstance(parameters, Sequence) or not parameters:
+        raise check.fail("parameters", "must be a non-empty list (one task per item) to go with command_template")
+    fields = {name for _, name, _, _ in string.Formatter().parse(command) if name}
+    width = len(str(len(parameters) - 1))
+    if len(prefix) + 1 + width > check.MAX_ID_LENGTH:
+        raise check.fail("task_id_prefix", f"is too long for {len(parameters)} task ids of at most 64 characters")
+    tasks = []
+    for index, item in enumerate(parameters):
+        values = dict(item) if isinstance(item, Mapping) else {"value": item}
+        missing = sorted(name for name in fields if name and not name.isdigit() and name not in values)
+        if missing:
+            raise check.fail(
+                f"parameters[{index}]",
+                f"has no {', '.join(missing)} for command_template (it has: {', '.join(sorted(values)) or 'nothing'})",
+            )
+        try:
+            filled = command.format(*([] if isinstance(item, Mapping) else [item]), **values)
+        except (IndexError, KeyError, ValueError, AttributeError) as exc:
+            raise check.fail("command_template", f"cannot be filled from parameters[{index}]: {exc}") from None
+        tasks.append(TaskSpec.parse({"id": f"{prefix}-{index:0{width}d}", "command_line": filled}, f"tasks[{index}]"))
+    return tasks
+
+
+def parse_tasks(
+    command: Any,
+    tasks: Any,
+    *,
+    default_task_id: str = "main",
+    command_template: Any = None,
+    parameters: Any = None,
+    task_id_prefix: Any = "task",
+    num_nodes: Any = 1,
+    coordination_command: Any = None,
+) -> list[TaskSpec]:
+    """The operator's ``command``, ``tasks`` or ``command_template`` + ``parameters``, validated as a whole."""
+    given = [
+        name
+        for name, value in (("command", command), ("tasks", tasks), ("command_template", command_template))
+        if value is not None
+    ]
+    if len(given) > 1:
+        raise check.fail(given[1], f"cannot be given with {given[0]}: give one of command, tasks or command_template")
+    if command_template is not None:
+        return check_tasks(_fan_out(command_template, parameters, task_id_prefix))
+    if parameters is not None:
+        raise check.fail("parameters", "only go with command_template")
+    if command is not None:
+        spec: dict[str, Any] = {"id": default_task_id, "command_line": command}
+        if num_nodes != 1:
+            spec["num_nodes"] = num_nodes
+        if coordination_command is not None:
+            spec["coordination_command"] = coordination_command
+        try:
+            return [TaskSpec.parse(spec, "command")]
+        except check.AzureBatchValidationError as exc:
+            # Name the operator's own parameter, not the task we built from it.
+            field = {"command.command_line": "command", "command.num_nodes": "num_nodes"}.get(exc.field, exc.field)
+            field = field.replace("command.coordination_command", "coordination_command")
+            raise check.fail(field, exc.problem) from None
+    if num_nodes != 1 or coordination_command is not None:
+        raise check.fail(
+            "num_nodes" if num_nodes != 1 else "coordination_command",
+            "applies to command; in tasks, set num_nodes and coordination_command per task",
+        )
+    if tasks is None:
+        raise check.fail(
+            "command",
+            "is missing: give command (one task), tasks (a list of task definitions) or command_template with "
+            "parameters (one task per parameter)",
+        )
+    if isinstance(tasks, (str, bytes, Mapping)) or not isinstance(tasks, Sequence):
+        raise check.fail("tasks", f"must be a list of task definitions, got {type(tasks).__name__} {tasks!r}")
+    if not tasks:
+        raise check.fail("tasks", "is empty: give at least one task")
+    return check_tasks([TaskSpec.parse(item, f"tasks[{index}]") for index, item in enumerate(tasks)])
+
+
+def check_tasks(specs: list[TaskSpec]) -> list[TaskSpec]:
+    """Ids unique (the service compares them without case) and dependencies forming no cycle."""
+    seen: dict[str, int] = {}
+    for index, spec in enumerate(specs):
+        key = spec.id.lower()
+        if key in seen:
+            raise check.fail(
+                f"tasks[{index}].id", f"{spec.id!r} repeats tasks[{seen[key]}].id: task ids must be unique"
+            )
+        seen[key] = index
+    check.dependency_graph(
+        {spec.id: spec.depends_on for spec in specs}, {spec.id: f"tasks[{index}]" for index, spec in enumerate(specs)}
+    )
+    return specs

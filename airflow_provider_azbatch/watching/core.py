@@ -1,0 +1,325 @@
+"""The watch of one Batch job, written once for the worker and the triggerer. No I/O.
+
+Each :meth:`JobWatcher.step` is a generator of :class:`~.calls.Call` batches (see :mod:`.drivers`). What
+a step costs:
+
+- always one ``taskcounts`` request; the job itself is read when the counts moved, every poll while
+  tasks wait and none runs (so a job terminated from outside is noticed at the next poll), and at least
+  every ``JOB_STATE_CHECK_SECONDS``;
+- the pool, every ``pool_check_interval`` while tasks wait and none runs;
+- the states of the streamed tasks, when the counts moved;
+- for each streamed task that runs: one file listing (sizes of stdout and stderr), then one ranged read
+  per stream that grew, of the new bytes only. A task whose output stays quiet is listed less often:
+  every poll for its first ``QUIET_LOOKS_PER_LEVEL`` quiet looks, then twice as far apart after every
+  ``QUIET_LOOKS_PER_LEVEL`` more, never more than ``idle_stream_seconds`` apart (the longest a quiet
+  stream's new output can wait before it is seen).
+
+Which output is shown, for jobs of any size: stdout and stderr of the ``streamed`` tasks (the first
+``max_streamed_tasks`` submitted); for failed tasks, the last lines of stderr in the failure report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from airflow_provider_azbatch.pools.health import PoolProblem, check_pool
+from airflow_provider_azbatch.watching.calls import Call, Step, ask, raise_first_error
+from airflow_provider_azbatch.watching.state import (
+    STDOUT,
+    STREAMS,
+    TERMINAL_JOB_STATES,
+    FileInfo,
+    JobStatus,
+    StreamCursor,
+    TaskCounts,
+    WatchState,
+)
+from airflow_provider_azbatch.watching.streams import Tail
+
+# Even when task counts do not move, look at the job itself this often.
+JOB_STATE_CHECK_SECONDS = 60.0
+# A quiet stream is listed every poll for this many looks, then half as often, and so on.
+QUIET_LOOKS_PER_LEVEL = 4
+DEFAULT_IDLE_STREAM_SECONDS = 30.0
+DEFAULT_PARTIAL_LINE_SECONDS = 10.0
+
+# (Batch task id, or None for lines about the job; the line).
+Emit = Callable[[str | None, str], None]
+
+
+def format_progress(job_id: str, counts: TaskCounts, expected: int | None) -> str:
+    total = f" of {expected}" if expected is not None else ""
+    return (
+        f"Batch job {job_id}: {counts.active} active, {counts.running} running, "
+        f"{counts.succeeded} succeeded, {counts.failed} failed{total}"
+    )
+
+
+def output_prefix(task_id: str, stream: str) -> str:
+    return f"[{task_id}]" if stream == STDOUT else f"[{task_id}:stderr]"
+
+
+@dataclass
+class _Look:
+    """When a streamed task's files are listed next."""
+
+    next_at: float = 0.0
+    quiet: int = 0
+
+    def after(self, grew: bool, now: float, poll_interval: float, cap: float) -> None:
+        self.quiet = 0 if grew else self.quiet + 1
+        level = self.quiet // QUIET_LOOKS_PER_LEVEL
+        self.next_at = now + min(max(cap, poll_interval), poll_interval * (2**level)) if self.quiet else now
+
+
+class JobWatcher:
+    """What to ask the service next about one job, and what the answers mean."""
+
+    def __init__(
+        self,
+        state: WatchState,
+        emit: Emit,
+        *,
+        stream_output: bool = True,
+        poll_interval: float = 5.0,
+        max_read_bytes: int = 1024 * 1024,
+        idle_stream_seconds: float = DEFAULT_IDLE_STREAM_SECONDS,
+        partial_line_seconds: float = DEFAULT_PARTIAL_LINE_SECONDS,
+    ) -> None:
+        self.state = state
+        self.emit = emit
+        self.stream_output = stream_output
+        self.poll_interval = poll_interval
+        self.max_read_bytes = max_read_bytes
+        self.idle_stream_seconds = idle_stream_seconds
+        self.partial_line_seconds = partial_line_seconds
+        # Scheduling of this process's own looks: not part of the state (a resumed watch looks at once).
+        self.last_job_check: float | None = None
+        self.last_pool_check: float | None = None
+        self._tails: dict[tuple[str, str], Tail] = {}
+        self._looks: dict[str, _Look] = {}
+
+    # -- one poll -----------------------------------------------------------------------------------
+    def step(self, now: float) -> Step[bool]:
+        """One poll; True once the job is over and the output of its streamed tasks shown to the end.
+
+        Raises :class:`~airflow_provider_azbatch.pools.health.PoolProblem` when the job waits for a pool
+        that cannot give it nodes, and the first error of a request otherwise (what was learnt before
+        it is kept).
+        """
+        state = self.state
+        check_job = self._job_check_due(now)
+        calls = [Call("get_task_counts", (state.job_id,))]
+        if check_job:
+            calls.append(Call("get_job_status", (state.job_id,)))
+        results = yield calls
+        raise_first_error(results)
+        moved = self._observe_counts(results[0])
+        if check_job:
+            self._observe_job(results[1], now)
+        elif moved and not self.all_tasks_done():
+            (status,) = yield from ask(Call("get_job_status", (state.job_id,)))
+            self._observe_job(status, now)
+        if self._pool_check_due(now):
+            self.last_pool_check = now
+            assert state.pool_id is not None
+            self._observe_pool((yield from check_pool(state.pool_id)))
+        refresh = self._tasks_to_refresh()
+        if refresh and (moved or any(state.task_states.get(task) is None for task in refresh)):
+            (states,) = yield from ask(Call("list_task_states", (state.job_id, tuple(refresh))))
+            state.task_states.update(states)
+        try:
+            yield from self._follow_output(now)
+        finally:
+            self._save_cursors()
+        return self.job_over() and not self.unfinished_output()
+
+    # -- counts, job and pool -----------------------------------------------------------------------
+    def _observe_counts(self, counts: TaskCounts) -> bool:
+        current = counts.to_json()
+        if current == self.state.counts:
+            return False
+        self.state.counts = current
+        self.emit(None, format_progress(self.state.job_id, counts, self.state.expected_tasks))
+        return True
+
+    def _waiting(self) -> bool:
+        counts = self.state.counts
+        return counts is not None and counts["active"] > 0 and counts["running"] == 0
+
+    def _job_check_due(self, now: float) -> bool:
+        if self.last_job_check is None or self._waiting():
+            return True
+        return now - self.last_job_check >= JOB_STATE_CHECK_SECONDS
+
+    def _observe_job(self, status: JobStatus | None, now: float) -> None:
+        self.last_job_check = now
+        if status is None:  # gone between two requests: it is being deleted
+            self.state.job_state = "deleting"
+            return
+        self.state.job_state = status.state
+        self.state.terminate_reason = status.terminate_reason
+        if status.pool_id:
+            self.state.pool_id = status.pool_id
+
+    def _pool_check_due(self, now: float) -> bool:
+        """Tasks wait and none runs: is the pool still able to give them nodes? (checked now and then)"""
+        state = self.state
+        return (
+            self._waiting()
+            and state.pool_id is not None
+            and state.job_state not in TERMINAL_JOB_STATES
+            and (self.last_pool_check is None or now - self.last_pool_check >= state.pool_check_interval)
+        )
+
+    def _observe_pool(self, problem: PoolProblem | None) -> None:
+        """Raise the problem if it is certain, or seen at two looks in a row."""
+        if problem is None:
+            self.state.pool_suspect = False
+            return
+        if problem.certain or self.state.pool_suspect:
+            raise problem
+        self.state.pool_suspect = True
+
+    def all_tasks_done(self) -> bool:
+        counts = self.state.counts
+        if counts is None or counts["active"] or counts["running"]:
+            return False
+        # A job watched from outside (the sensor) has no known size: it needs at least one task.
+        expected = self.state.expected_tasks if self.state.expected_tasks is not None else 1
+        return counts["completed"] >= expected
+
+    def job_over(self) -> bool:
+        """Every task finished, or the job ended (terminated, hit its wall clock) with tasks left."""
+        return self.all_tasks_done() or self.state.job_state in TERMINAL_JOB_STATES
+
+    # -- output -------------------------------------------------------------------------------------
+    def _tasks_to_refresh(self) -> list[str]:
+        """Streamed tasks whose state matters (those not yet finished and shown to the end)."""
+        if not self.stream_output:
+            return []
+        return [task for task in self.state.streamed if not self._flushed(task)]
+
+    def _flushed(self, task: str) -> bool:
+        return self.state.task_states.get(task) == "completed" and all(
+            self._tail(task, stream).cursor.done for stream in STREAMS
+        )
+
+    def unfinished_output(self) -> bool:
+        """A finished streamed task whose output is not shown to the end yet."""
+        if not self.stream_output:
+            return False
+        return any(
+            self.state.task_states.get(task) == "completed" and not self._flushed(task) for task in self.state.streamed
+        )
+
+    def _tail(self, task: str, stream: str) -> Tail:
+        key = (task, stream)
+        tail = self._tails.get(key)
+        if tail is None:
+            tail = self._tails[key] = Tail(self.state.cursor(task, stream))
+        return tail
+
+    def _save_cursors(self) -> None:
+        for (task, stream), tail in self._tails.items():
+            if tail.cursor != StreamCursor() or f"{task}/{stream}" in self.state.cursors:
+                self.state.set_cursor(task, stream, tail.cursor)
+
+    def _show(self, task: str, stream: str, lines: list[str]) -> None:
+        prefix = output_prefix(task, stream)
+        for line in lines:
+            self.emit(task, f"{prefix} {line}")
+
+    def _follow_output(self, now: float) -> Step[None]:
+        if not self.stream_output:
+            return
+        state = self.state
+        due: list[tuple[str, bool]] = []
+        for task in state.streamed:
+            task_state = state.task_states.get(task)
+            if task_state not in ("running", "completed") or self._flushed(task):
+                continue
+            final = task_state == "completed"
+            if final or now >= self._looks.setdefault(task, _Look()).next_at:
+                due.append((task, final))
+        errors: list[BaseException] = []
+        reads: list[tuple[str, str, bool, Call]] = []
+        uploaded: list[tuple[str, str]] = []
+        if due:
+            listings = yield [Call("list_task_files", (state.job_id, task)) for task, _ in due]
+            for (task, final), listing in zip(due, listings, strict=True):
+                if isinstance(listing, BaseException):
+                    errors.append(listing)
+                    continue
+                grew = False
+                for stream in STREAMS:
+                    tail = self._tail(task, stream)
+                    if tail.cursor.done:
+                        continue
+                    info = listing.get(stream) if listing is not None else None
+                    if info is None:
+                        if final and listing is None and state.log_location:
+                            uploaded.append((task, stream))  # the node is gone: read what the task uploaded
+                        elif final:
+                            self._show(task, stream, tail.finish())
+                        continue
+                    grew = self._plan_read(task, stream, tail, info, final, reads, uploaded=False) or grew
+                self._looks.setdefault(task, _Look()).after(grew, now, self.poll_interval, self.idle_stream_seconds)
+        if uploaded:
+            location = state.log_location
+            sizes = yield [Call("get_uploaded_log_size", (location, state.job_id, task, s)) for task, s in uploaded]
+            for (task, stream), size in zip(uploaded, sizes, strict=True):
+                tail = self._tail(task, stream)
+                if isinstance(size, BaseException):
+                    errors.append(size)
+                elif size is None:
+                    self._show(task, stream, tail.finish())
+                else:
+                    self._plan_read(task, stream, tail, FileInfo(size, tail.cursor.created), True, reads, True)
+        if reads:
+            answers = yield [call for *_, call in reads]
+            for (task, stream, final, _), data in zip(reads, answers, strict=True):
+                if isinstance(data, BaseException):
+                    errors.append(data)
+                    continue
+                tail = self._tail(task, stream)
+                if data is None:  # vanished between listing and reading
+                    if final:
+                        self._show(task, stream, tail.finish())
+                    continue
+                self._show(task, stream, tail.take(data, now, final=final))
+        for (task, stream), tail in self._tails.items():
+            self._show(task, stream, tail.flush_if_stale(now, self.partial_line_seconds))
+        if errors:
+            raise errors[0]
+
+    def _plan_read(
+        self,
+        task: str,
+        stream: str,
+        tail: Tail,
+        info: FileInfo,
+        final: bool,
+        reads: list[tuple[str, str, bool, Call]],
+        uploaded: bool,
+    ) -> bool:
+        """Queue a read of the file's new bytes; True if there are any."""
+        if tail.observe(info):
+            self.emit(
+                task, f"{output_prefix(task, stream)} --- the task started over (retry); its output follows anew ---"
+            )
+        span = tail.next_range(self.max_read_bytes)
+        if span is None:
+            if final:
+                self._show(task, stream, tail.finish())
+            return False
+        args: tuple[Any, ...]
+        if uploaded:
+            args = (self.state.log_location, self.state.job_id, task, stream, *span)
+            reads.append((task, stream, final, Call("read_uploaded_log", args)))
+        else:
+            args = (self.state.job_id, task, stream, *span)
+            reads.append((task, stream, final, Call("read_task_file", args)))
+        return True

@@ -1,0 +1,120 @@
+"""What a watch knows about its job, as JSON that travels in trigger kwargs, events and checkpoints.
+
+Only host-independent values are kept here (no monotonic clock readings): a watch resumed on another
+triggerer continues from it as it is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+STDOUT, STDERR = "stdout.txt", "stderr.txt"
+STREAMS = (STDOUT, STDERR)
+TERMINAL_JOB_STATES = ("completed", "terminating", "deleting")
+
+
+@dataclass(frozen=True)
+class TaskCounts:
+    active: int = 0
+    running: int = 0
+    completed: int = 0
+    succeeded: int = 0
+    failed: int = 0
+
+    def to_json(self) -> dict[str, int]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, int]) -> TaskCounts:
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    state: str
+    terminate_reason: str | None = None
+    pool_id: str | None = None
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    """A task file as a listing shows it: its size, and when it was created (a new file: the task restarted)."""
+
+    size: int
+    created: str | None = None
+
+
+@dataclass
+class StreamCursor:
+    """Where the output of one stream was shown up to: the byte offset after the last line logged."""
+
+    offset: int = 0
+    created: str | None = None
+    done: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any] | None) -> StreamCursor:
+        return cls(**data) if data else cls()
+
+
+@dataclass
+class WatchState:
+    job_id: str
+    expected_tasks: int | None = None
+    streamed: list[str] = field(default_factory=list)
+    cursors: dict[str, dict[str, Any]] = field(default_factory=dict)
+    task_states: dict[str, str] = field(default_factory=dict)
+    counts: dict[str, int] | None = None
+    job_state: str | None = None
+    terminate_reason: str | None = None
+    pool_id: str | None = None
+    pool_check_interval: float = 30.0
+    # The last look at the pool found a problem one look cannot prove (see PoolProblem.certain).
+    pool_suspect: bool = False
+    # Where the tasks' logs are uploaded (container and prefix), read once a node is gone.
+    log_location: dict[str, str] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "job_id": self.job_id,
+            "expected_tasks": self.expected_tasks,
+            "streamed": list(self.streamed),
+            "cursors": {key: dict(value) for key, value in self.cursors.items()},
+            "task_states": dict(self.task_states),
+            "counts": dict(self.counts) if self.counts is not None else None,
+            "job_state": self.job_state,
+            "terminate_reason": self.terminate_reason,
+            "pool_id": self.pool_id,
+            "pool_check_interval": self.pool_check_interval,
+            "pool_suspect": self.pool_suspect,
+            "log_location": self.log_location,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> WatchState:
+        # States written by earlier versions carried monotonic clock readings: they mean nothing here.
+        known = {key: value for key, value in data.items() if key not in ("last_job_check", "last_pool_check")}
+        return cls(**known)
+
+    def cursor(self, task_id: str, stream: str) -> StreamCursor:
+        return StreamCursor.from_json(self.cursors.get(f"{task_id}/{stream}"))
+
+    def set_cursor(self, task_id: str, stream: str, cursor: StreamCursor) -> None:
+        self.cursors[f"{task_id}/{stream}"] = cursor.to_json()
+
+
+@dataclass(frozen=True)
+class FileEnd:
+    """The last bytes of a file; ``whole``: they are the whole file (the first line is complete)."""
+
+    data: bytes
+    whole: bool
+
+    def last_lines(self, count: int) -> list[str]:
+        from airflow_provider_azbatch.watching.lines import last_lines
+
+        return last_lines(self.data, count, trimmed=not self.whole)

@@ -1,0 +1,87 @@
+"""Following one output file of a task: what to read next, and which lines the new bytes complete.
+
+Only new bytes are ever downloaded: an incomplete last line is kept in memory (not read again) until its
+newline arrives, the task ends, or it has waited ``partial_line_seconds`` (then it is shown as it is, so
+a progress bar that never writes a newline still shows). The persisted cursor is the offset after the
+last line shown; a watch resumed elsewhere reads an incomplete line once more, nothing else. No I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from airflow_provider_azbatch.watching.lines import split_lines
+from airflow_provider_azbatch.watching.state import FileInfo, StreamCursor
+
+
+@dataclass
+class Tail:
+    """The output of one stream as far as this watch has read it."""
+
+    cursor: StreamCursor
+    # Bytes after ``cursor.offset`` already downloaded but not shown: the start of an unfinished line.
+    pending: bytearray = field(default_factory=bytearray)
+    pending_since: float | None = None
+    # The file's size at the last look (None: not looked at yet).
+    known_size: int | None = None
+
+    @property
+    def read_to(self) -> int:
+        return self.cursor.offset + len(self.pending)
+
+    def observe(self, info: FileInfo) -> bool:
+        """Take a listing of the file; True if it is a new file (the task started over, e.g. a retry)."""
+        cursor = self.cursor
+        restarted = (cursor.created is not None and info.created is not None and info.created != cursor.created) or (
+            info.size < self.read_to
+        )
+        if restarted:
+            self.cursor = StreamCursor(0, info.created)
+            self.pending.clear()
+            self.pending_since = None
+        elif info.created is not None and cursor.created is None:
+            self.cursor = StreamCursor(cursor.offset, info.created)
+        self.known_size = info.size
+        return restarted
+
+    def next_range(self, max_bytes: int) -> tuple[int, int] | None:
+        """The bytes to download next (inclusive end), or None when there is nothing new."""
+        if self.known_size is None or self.known_size <= self.read_to:
+            return None
+        return self.read_to, min(self.known_size, self.read_to + max_bytes) - 1
+
+    def take(self, data: bytes, now: float, *, final: bool) -> list[str]:
+        """Lines completed by ``data`` (the bytes at ``read_to``). ``final``: the task ended."""
+        self.pending += data
+        at_end = self.known_size is None or self.read_to >= self.known_size
+        lines, used = split_lines(bytes(self.pending), final=final and at_end)
+        self._advance(used)
+        if self.pending and (used or self.pending_since is None):
+            self.pending_since = now  # an unfinished line starts here
+        if final and at_end and not self.pending:
+            self.cursor.done = True
+        return lines
+
+    def finish(self) -> list[str]:
+        """The task ended and its file was read to the end (or is gone): show what is left, and stop."""
+        lines, used = split_lines(bytes(self.pending), final=True)
+        self._advance(used)
+        self.cursor.done = True
+        return lines
+
+    def flush_if_stale(self, now: float, partial_line_seconds: float) -> list[str]:
+        """An unfinished line that waited long enough (or grew too long) is shown as a line of its own."""
+        if not self.pending or self.pending_since is None:
+            return []
+        if now - self.pending_since < partial_line_seconds:
+            return []
+        lines, used = split_lines(bytes(self.pending), final=True)
+        self._advance(used)
+        return lines
+
+    def _advance(self, used: int) -> None:
+        if used:
+            self.cursor = StreamCursor(self.cursor.offset + used, self.cursor.created, self.cursor.done)
+            del self.pending[:used]
+        if not self.pending:
+            self.pending_since = None
