@@ -62,8 +62,6 @@ def get_provider_info() -> dict[str, Any]:
                     "placeholders": {
                         "login": "mybatchaccount",
                         "account_url": "https://mybatchaccount.westeurope.batch.azure.com",
-                        "auth_method": "shared_key",
-                        "cloud": "public",
                     },
                 },
                 "conn-fields": CONN_FIELDS,
@@ -78,26 +76,37 @@ def get_provider_info() -> dict[str, Any]:
     }
 
 
-def _field(label: str, description: str, *, secret: bool = False, enum: list[str] | None = None) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": ["string", "null"]}
+def _field(
+    label: str,
+    description: str,
+    *,
+    secret: bool = False,
+    enum: list[str] | None = None,
+    required: bool = False,
+) -> dict[str, Any]:
+    # A type without "null" is what the UI marks as required; a choice list starts at its default, the
+    # value an empty field means, so the form never shows (nor offers) "null".
+    schema: dict[str, Any] = {"type": "string" if required or enum else ["string", "null"]}
     if secret:
         schema["format"] = "password"
     if enum:
-        schema["enum"] = [*enum, None]
+        schema["enum"] = list(enum)
+        schema["default"] = enum[0]
     return {"label": label, "description": description, "schema": schema}
 
 
 CONN_FIELDS: dict[str, Any] = {
     "account_url": _field(
         "Batch account URL",
-        "The account endpoint, e.g. https://mybatchaccount.westeurope.batch.azure.com (for the local Batch "
-        "service, the URL it prints).",
+        "Required. The account endpoint, e.g. https://mybatchaccount.westeurope.batch.azure.com (for the local "
+        "Batch service, the URL it prints).",
+        required=True,
     ),
     "auth_method": _field(
         "Authentication",
-        "shared_key (account name + key), service_principal, managed_identity, workload_identity or default "
-        "(DefaultAzureCredential). Empty: shared_key when a key is set, otherwise default.",
-        enum=["shared_key", "service_principal", "managed_identity", "workload_identity", "default"],
+        "auto (the default): shared_key when a key is set, otherwise default. shared_key: account name + key; "
+        "service_principal; managed_identity; workload_identity; default: DefaultAzureCredential.",
+        enum=["auto", "shared_key", "service_principal", "managed_identity", "workload_identity", "default"],
     ),
     "tenant_id": _field("Tenant ID", "Microsoft Entra tenant (service principal, workload identity)."),
     "client_id": _field(
@@ -118,7 +127,8 @@ CONN_FIELDS: dict[str, Any] = {
     ),
     "cloud": _field(
         "Azure cloud",
-        "public, us_government or china: picks the token scope and authority. custom: set both below.",
+        "public (the default), us_government or china: picks the token scope, authority and portal. custom: set "
+        "authority_host and token_scope below.",
         enum=["public", "us_government", "china", "custom"],
     ),
     "authority_host": _field(

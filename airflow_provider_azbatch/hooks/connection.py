@@ -110,13 +110,13 @@ class BatchConnectionSettings:
 
         key = conn.password or None
         method_text = get("auth_method")
-        if method_text is None:
+        if method_text is None or method_text.lower() == "auto":
             method = AuthMethod.SHARED_KEY if key else AuthMethod.DEFAULT
         else:
             try:
                 method = AuthMethod(method_text.lower())
             except ValueError:
-                choices = ", ".join(m.value for m in AuthMethod)
+                choices = ", ".join(["auto", *(m.value for m in AuthMethod)])
                 raise fail("auth_method", f"is {method_text!r}; use one of: {choices}") from None
 
         cloud_name = (get("cloud") or "public").lower()

@@ -89,22 +89,20 @@ def _free_port() -> int:
     [
         (
             lambda c: c["extra"].pop("account_url"),
-            "Connection 'azbatch_t': account_url is missing: set the Batch account URL, e.g. "
-            "https://<account>.<region>.batch.azure.com",
+            "account_url is missing: set the Batch account URL, e.g. https://<account>.<region>.batch.azure.com",
         ),
         (
             lambda c: c["extra"].update(account_url="batch.example.com"),
-            "Connection 'azbatch_t': account_url is not a valid URL ('batch.example.com'): it must look like "
+            "account_url is not a valid URL ('batch.example.com'): it must look like "
             "https://<account>.<region>.batch.azure.com",
         ),
         (
             lambda c: c.pop("login"),
-            "Connection 'azbatch_t': login (Batch account name) is missing: shared_key authentication needs it",
+            "login (Batch account name) is missing: shared_key authentication needs it",
         ),
         (
             lambda c: c.update(password="not base64!"),
-            "Connection 'azbatch_t': password (Batch account key) is not base64: paste the key as the Azure portal "
-            "shows it",
+            "password (Batch account key) is not base64: paste the key as the Azure portal shows it",
         ),
     ],
 )

@@ -135,7 +135,7 @@ def test_unknown_auth_method(method):
 
     assert str(error) == (
         f"Connection 'azbatch_test': auth_method is {method!r}; "
-        "use one of: shared_key, service_principal, managed_identity, workload_identity, default"
+        "use one of: auto, shared_key, service_principal, managed_identity, workload_identity, default"
     )
     assert error.field_name == "auth_method"
 

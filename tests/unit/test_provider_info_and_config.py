@@ -145,7 +145,6 @@ def test_secret_connection_fields_are_passwords(connection_type):
     for name, spec in fields.items():
         assert spec["label"], name
         assert spec["description"], name
-        assert "null" in spec["schema"]["type"], name
         if name in SECRET_FIELDS:
             assert spec["schema"]["format"] == "password", name
         else:
@@ -155,8 +154,49 @@ def test_secret_connection_fields_are_passwords(connection_type):
 def test_connection_field_choices_match_the_code(connection_type):
     fields = connection_type["conn-fields"]
 
-    assert fields["auth_method"]["schema"]["enum"] == [m.value for m in AuthMethod] + [None]
-    assert fields["cloud"]["schema"]["enum"] == [*CLOUDS, "custom", None]
+    assert fields["auth_method"]["schema"]["enum"] == ["auto", *(m.value for m in AuthMethod)]
+    assert fields["cloud"]["schema"]["enum"] == [*CLOUDS, "custom"]
+
+
+def test_the_form_shows_no_null_and_starts_at_the_defaults(connection_type):
+    # What the UI's form is built from (GET /ui/connections/hook_meta serves these schemas as they are).
+    fields = connection_type["conn-fields"]
+    for name, spec in fields.items():
+        assert None not in spec["schema"].get("enum", []), name
+        assert "null" not in json.dumps(spec.get("schema", {}).get("enum", [])), name
+    assert fields["auth_method"]["schema"] == {
+        "type": "string",
+        "enum": ["auto", "shared_key", "service_principal", "managed_identity", "workload_identity", "default"],
+        "default": "auto",
+    }
+    assert fields["cloud"]["schema"] == {
+        "type": "string",
+        "enum": ["public", "us_government", "china", "custom"],
+        "default": "public",
+    }
+    assert "(the default)" in fields["auth_method"]["description"]
+    assert "(the default)" in fields["cloud"]["description"]
+    # Required (the UI marks a field whose type cannot be null), and says so.
+    assert fields["account_url"]["schema"] == {"type": "string"}
+    assert fields["account_url"]["description"].startswith("Required.")
+    assert all(
+        "null" in spec["schema"]["type"]
+        for name, spec in fields.items()
+        if name not in ("account_url", "auth_method", "cloud")
+    )
+
+
+def test_auto_is_the_same_as_an_empty_auth_method():
+    from airflow.sdk import Connection
+
+    from airflow_provider_azbatch.hooks.connection import AuthMethod, BatchConnectionSettings
+
+    def method(extra):
+        conn = Connection(conn_id="c", conn_type="azbatch", login="acct", password="a2V5", extra=json.dumps(extra))
+        return BatchConnectionSettings.from_connection(conn).auth_method
+
+    assert method({"account_url": "https://a.b.batch.azure.com", "auth_method": "auto"}) is AuthMethod.SHARED_KEY
+    assert method({"account_url": "https://a.b.batch.azure.com"}) is AuthMethod.SHARED_KEY
 
 
 def test_every_connection_field_is_read():
