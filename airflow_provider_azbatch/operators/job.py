@@ -6,6 +6,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -25,6 +26,7 @@ from airflow_provider_azbatch.pools.preparation import prepare_pool
 from airflow_provider_azbatch.pools.strategy import BatchPool
 from airflow_provider_azbatch.results.failure_report import failure_report
 from airflow_provider_azbatch.results.outcomes import JobOutcomes
+from airflow_provider_azbatch.results.summary import summary_lines
 from airflow_provider_azbatch.submission import validation as check
 from airflow_provider_azbatch.submission.blob_io import parse_inputs, parse_outputs
 from airflow_provider_azbatch.submission.job import JobSubmission
@@ -52,6 +54,34 @@ TIMEOUT_PADDING = timedelta(seconds=60)
 KILL_THREAD_WAIT_SECONDS = 30
 # Rounds of reading left-over output after the trigger's event (each reads up to max_read_bytes per stream).
 MAX_FLUSH_ROUNDS = 100
+
+
+# The operator's own names of option fields given flat (``image=`` rather than ``containers=``).
+_FLAT_NAMES = {"run_options": "container_run_options", "working_directory": "container_working_directory"}
+
+
+def _holds_template(value: Any) -> bool:
+    """Whether a (nested) value holds a Jinja template, which only the task's run can fill."""
+    if isinstance(value, str):
+        return "{{" in value or "{%" in value
+    if isinstance(value, Mapping):
+        return any(_holds_template(key) or _holds_template(item) for key, item in value.items())
+    if isinstance(value, (list, tuple, set)):
+        return any(_holds_template(item) for item in value)
+    fields = getattr(value, "template_fields", None)
+    if fields is not None and not isinstance(value, BaseOperator):
+        return any(_holds_template(getattr(value, name, None)) for name in fields)
+    return False
+
+
+@dataclass
+class _Checked:
+    specs: list[TaskSpec] = field(default_factory=list)
+    inputs: tuple[Any, ...] = ()
+    outputs: tuple[Any, ...] = ()
+    environment: dict[str, str] = field(default_factory=dict)
+    metadata: dict[str, str] = field(default_factory=dict)
+    display_name: str | None = None
 
 
 def _default_deferrable() -> bool:
@@ -215,7 +245,6 @@ class AzureBatchJobOperator(BaseOperator):
             ContainerOptions,
             aliases={"run_options": "container_run_options", "working_directory": "container_working_directory"},
         )
-        self.containers.check(prefix="" if containers is None else "containers.")
         self.blob: BlobOptions = merge(
             "blob",
             blob,
@@ -275,6 +304,12 @@ class AzureBatchJobOperator(BaseOperator):
             if not isinstance(value, bool):
                 raise check.fail(name, f"must be True or False, got {value!r}")
         self.force_new_job = force_new_job
+        # How errors name option fields: ``containers.image`` when given as objects, ``image`` when flat.
+        self._names = {
+            "containers": None if containers is not None else _FLAT_NAMES,
+            "blob": None if blob is not None else _FLAT_NAMES,
+        }
+        self._checked(rendered=False)
         self._submitted_job_id: str | None = None
         self._killed = False
         self._kill_thread: threading.Thread | None = None
@@ -359,27 +394,47 @@ class AzureBatchJobOperator(BaseOperator):
             raise
 
     # -- submission -----------------------------------------------------------------------------------
+    def _checked(self, *, rendered: bool) -> _Checked:
+        """Every rule a value must keep, without I/O. Before rendering (when the DAG is defined) only the
+        groups of fields that hold no template are checked; after it (when the task runs) all of them."""
+
+        def ready(*values: Any) -> bool:
+            return rendered or not any(_holds_template(value) for value in values)
+
+        checked = _Checked()
+        if ready(self.command, self.tasks, self.fan_out, self.coordination_command):
+            checked.specs = self._specs()
+        if ready(self.blob):
+            checked.inputs = parse_inputs(self.blob.inputs, "inputs")
+            checked.outputs = parse_outputs(self.blob.outputs, "outputs")
+            self.blob.check(self._names["blob"])
+        if ready(self.containers):
+            self.containers.check(self._names["containers"])
+        if self.job_id is not None and ready(self.job_id):
+            check.batch_id(self.job_id, "job_id", "Batch job id")
+        if ready(self.environment):
+            checked.environment = check.environment(self.environment, "environment")
+        if ready(self.metadata):
+            checked.metadata = check.metadata(self.metadata, "metadata")
+            if LogLocation.METADATA_KEY in checked.metadata:
+                raise check.fail(
+                    f"metadata[{LogLocation.METADATA_KEY!r}]", "is set by the operator itself: use another name"
+                )
+        if ready(self.display_name):
+            checked.display_name = check.text(self.display_name, "display_name", max_chars=check.MAX_DISPLAY_NAME)
+        if self.batch_pool is None and ready(self.pool_id):
+            check.batch_id(self.pool_id, "pool_id", "Batch pool id")
+        return checked
+
     def _submission(self, context: Context) -> JobSubmission:
         """Everything checked and prepared (pool, storage access, registry) before anything is submitted."""
-        specs = self._specs()
-        inputs = parse_inputs(self.blob.inputs, "inputs")
-        outputs = parse_outputs(self.blob.outputs, "outputs")
-        self.blob.check(prefix="")
-        self.containers.check(prefix="")
-        job_id = self.job_id
-        if job_id is None:
-            job_id = default_job_id(
-                context["dag"].dag_id, self.task_id, context["run_id"], getattr(context["ti"], "map_index", -1)
-            )
-        job_id = check.batch_id(job_id, "job_id", "Batch job id")
-        environment = check.environment(self.environment, "environment")
-        metadata = check.metadata(self.metadata, "metadata")
-        if LogLocation.METADATA_KEY in metadata:
-            raise check.fail(
-                f"metadata[{LogLocation.METADATA_KEY!r}]", "is set by the operator itself: use another name"
-            )
-        display_name = check.text(self.display_name, "display_name", max_chars=check.MAX_DISPLAY_NAME)
-        pool = self.batch_pool or BatchPool.existing(check.batch_id(self.pool_id, "pool_id", "Batch pool id"))
+        checked = self._checked(rendered=True)
+        specs, inputs, outputs, metadata = checked.specs, checked.inputs, checked.outputs, checked.metadata
+        environment, display_name = checked.environment, checked.display_name
+        job_id = self.job_id or default_job_id(
+            context["dag"].dag_id, self.task_id, context["run_id"], getattr(context["ti"], "map_index", -1)
+        )
+        pool = self.batch_pool or BatchPool.existing(str(self.pool_id))
         with self._explained_failures():
             registry = registry_credentials(self.hook, self.containers)
             extras = task_extras(
@@ -592,6 +647,8 @@ class AzureBatchJobOperator(BaseOperator):
         reason = getattr(job.execution_info, "termination_reason", None) if job is not None else None
         counts = hook.get_task_counts(job_id)
         self.log.info("Batch job %s: %d of %d tasks succeeded", job_id, counts.succeeded, outcomes.total)
+        for line in summary_lines(job_id, outcomes):
+            self.log.info("%s", line)
         report = None
         if outcomes.unsuccessful:
             report = run_sync(

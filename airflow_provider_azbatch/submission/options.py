@@ -7,7 +7,7 @@ templated like the operator's own.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -34,12 +34,14 @@ class ContainerOptions:
 
     template_fields: ClassVar[Sequence[str]] = ("image", "run_options")
 
-    def check(self, prefix: str = "containers.") -> None:
-        check.text(self.image, f"{prefix}image")
-        check.text(self.registry_conn_id, f"{prefix}registry_conn_id")
-        check.text(self.run_options, f"{prefix}run_options")
+    def check(self, flat_names: Mapping[str, str] | None = None) -> None:
+        """``flat_names``: given as the operator's flat parameters (field -> parameter name where they differ)."""
+        name = _namer("containers", flat_names)
+        check.text(self.image, name("image"))
+        check.text(self.registry_conn_id, name("registry_conn_id"))
+        check.text(self.run_options, name("run_options"))
         if self.working_directory not in WORKING_DIRECTORIES:
-            raise check.fail(f"{prefix}working_directory", f"must be 'task' or 'image', got {self.working_directory!r}")
+            raise check.fail(name("working_directory"), f"must be 'task' or 'image', got {self.working_directory!r}")
 
 
 @dataclass
@@ -63,12 +65,13 @@ class BlobOptions:
 
     template_fields: ClassVar[Sequence[str]] = ("inputs", "outputs", "output_container", "logs_prefix")
 
-    def check(self, prefix: str = "blob.") -> None:
-        check.container_name(self.output_container, f"{prefix}output_container")
-        check.relative_path(self.logs_prefix, f"{prefix}logs_prefix", required=True)
-        check.text(self.output_identity, f"{prefix}output_identity")
+    def check(self, flat_names: Mapping[str, str] | None = None) -> None:
+        name = _namer("blob", flat_names)
+        check.container_name(self.output_container, name("output_container"))
+        check.relative_path(self.logs_prefix, name("logs_prefix"), required=True)
+        check.text(self.output_identity, name("output_identity"))
         if self.upload_logs is not None and not isinstance(self.upload_logs, bool):
-            raise check.fail(f"{prefix}upload_logs", f"must be True or False, got {self.upload_logs!r}")
+            raise check.fail(name("upload_logs"), f"must be True or False, got {self.upload_logs!r}")
 
 
 @dataclass
@@ -83,6 +86,13 @@ class FanOut:
     task_id_prefix: str = "task"
 
     template_fields: ClassVar[Sequence[str]] = ("command_template", "parameters")
+
+
+def _namer(group: str, flat_names: Mapping[str, str] | None) -> Callable[[str], str]:
+    """How errors name a field: ``containers.image`` in an option object, the operator's name when flat."""
+    if flat_names is None:
+        return lambda field_name: f"{group}.{field_name}"
+    return lambda field_name: flat_names.get(field_name, field_name)
 
 
 def merge(

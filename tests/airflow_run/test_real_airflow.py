@@ -113,6 +113,13 @@ def test_first_output_appears_within_a_poll_of_the_trigger_start(cluster):
     assert delay <= 1 + 1  # poll_interval (1 s) + 1 s
     # Each Batch task's lines come from its own logger: the UI's "Sources" filter can show one task alone.
     assert {e.get("logger") for e in entries if STEP.match(str(e.get("event", "")))} == {"azbatch.task.train"}
+    # The job's summary closes the log as a collapsible group.
+    events = [str(e.get("event", "")) for e in entries]
+    start = next(i for i, event in enumerate(events) if event.startswith("::group::Batch job "))
+    assert events[start].endswith(": 1 task(s), 1 succeeded")
+    assert events[start + 1].split() == ["task", "state", "exit", "node", "duration"]
+    assert events[start + 2].split()[:3] == ["train", "succeeded", "0"]
+    assert events[start + 3] == "::endgroup::"
 
 
 def test_a_triggerer_restart_loses_no_line(cluster):
