@@ -15,8 +15,9 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from urllib.parse import parse_qs
 
-from local_azure_batch.model.clock import parse_rfc1123, utcnow
-from local_azure_batch.rest.errors import authentication_failed
+from local_azure_batch.lang.times import parse_rfc1123
+from local_azure_batch.model.clock import utcnow
+from local_azure_batch.model.errors import authentication_failed
 
 HEADERS_TO_SIGN = (
     "content-encoding",
@@ -88,10 +89,9 @@ def verify_shared_key(
     date_text = lowered.get("ocp-date") or lowered.get("date")
     if not date_text:
         raise authentication_failed("The request has neither an ocp-date nor a Date header.")
-    try:
-        sent = parse_rfc1123(date_text)
-    except (TypeError, ValueError):
-        raise authentication_failed(f"The date header value '{date_text}' is not a valid RFC 1123 date.") from None
+    sent = parse_rfc1123(date_text)
+    if sent is None:
+        raise authentication_failed(f"The date header value '{date_text}' is not a valid RFC 1123 date.")
     current = now or utcnow()
     if abs(current - sent) > MAX_CLOCK_SKEW:
         raise authentication_failed(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -13,24 +14,15 @@ from urllib.parse import quote
 from aiohttp import web
 
 from local_azure_batch.model.clock import iso, rfc1123
+from local_azure_batch.model.errors import BatchServiceError, conflict, not_found
 from local_azure_batch.model.service import BatchService
 from local_azure_batch.runner.process import creation_time
 
 from . import wire
-from .errors import BatchServiceError, conflict, not_found
+from .routing import NODE, TASK, RouteTable
 
 _RANGE = re.compile(r"^bytes=(\d+)-(\d*)$")
 CHUNK = 256 * 1024
-
-
-def _task_base(service: BatchService, params: dict[str, str]) -> tuple[Path, str]:
-    path = service.task_directory(params["jobId"], params["taskId"])
-    return path, f"/jobs/{params['jobId']}/tasks/{params['taskId']}/files"
-
-
-def _node_base(service: BatchService, params: dict[str, str]) -> tuple[Path, str]:
-    path = service.node_directory(params["poolId"], params["nodeId"])
-    return path, f"/pools/{params['poolId']}/nodes/{params['nodeId']}/files"
 
 
 def _resolve(base: Path, relative: str) -> Path:
@@ -100,7 +92,7 @@ def _file_headers(request: web.Request, path: Path, url_path: str) -> dict[str, 
 async def _list(request: web.Request, base: Path, prefix: str) -> web.Response:
     recursive = request.query.get("recursive", "false").lower() == "true"
     items = _listing(base, f"{wire.base_url(request)}{prefix}", recursive)
-    return wire.list_response(request, items, lambda item: item, "files")
+    return wire.list_response(request, items, wire.plain, "files")
 
 
 async def _head(request: web.Request, base: Path, prefix: str, relative: str) -> web.StreamResponse:
@@ -164,39 +156,35 @@ async def _delete(request: web.Request, base: Path, relative: str) -> web.Respon
     return wire.empty(request, 200)
 
 
-async def list_task_files(request: web.Request, service: BatchService, params: dict[str, str]) -> web.Response:
-    return await _list(request, *_task_base(service, params))
+def _file_routes(group: str, owner: str, prefix: str, locate: Callable[[BatchService, dict[str, str]], Path]) -> None:
+    """The four file operations of a task or a node (``Tasks_ListTaskFiles``, ``Nodes_GetNodeFile``, ...)."""
+
+    def base(service: BatchService, params: dict[str, str]) -> tuple[Path, str]:
+        return locate(service, params), prefix.format(**params) + "/files"
+
+    async def list_files(request: web.Request, service: BatchService, params: dict[str, str]) -> web.Response:
+        return await _list(request, *base(service, params))
+
+    async def properties(request: web.Request, service: BatchService, params: dict[str, str]) -> web.StreamResponse:
+        return await _head(request, *base(service, params), params["filePath"])
+
+    async def download(request: web.Request, service: BatchService, params: dict[str, str]) -> web.StreamResponse:
+        return await _get(request, *base(service, params), params["filePath"])
+
+    async def delete(request: web.Request, service: BatchService, params: dict[str, str]) -> web.Response:
+        return await _delete(request, base(service, params)[0], params["filePath"])
+
+    file_path = prefix + "/files/{filePath*}"
+    routes.add_handler("GET", prefix + "/files", f"{group}_List{owner}Files", list_files)
+    routes.add_handler("GET", file_path, f"{group}_Get{owner}File", download)
+    routes.add_handler("HEAD", file_path, f"{group}_Get{owner}FileProperties", properties)
+    routes.add_handler("DELETE", file_path, f"{group}_Delete{owner}File", delete)
 
 
-async def task_file_properties(
-    request: web.Request, service: BatchService, params: dict[str, str]
-) -> web.StreamResponse:
-    return await _head(request, *_task_base(service, params), params["filePath"])
-
-
-async def get_task_file(request: web.Request, service: BatchService, params: dict[str, str]) -> web.StreamResponse:
-    return await _get(request, *_task_base(service, params), params["filePath"])
-
-
-async def delete_task_file(request: web.Request, service: BatchService, params: dict[str, str]) -> web.Response:
-    base, _ = _task_base(service, params)
-    return await _delete(request, base, params["filePath"])
-
-
-async def list_node_files(request: web.Request, service: BatchService, params: dict[str, str]) -> web.Response:
-    return await _list(request, *_node_base(service, params))
-
-
-async def node_file_properties(
-    request: web.Request, service: BatchService, params: dict[str, str]
-) -> web.StreamResponse:
-    return await _head(request, *_node_base(service, params), params["filePath"])
-
-
-async def get_node_file(request: web.Request, service: BatchService, params: dict[str, str]) -> web.StreamResponse:
-    return await _get(request, *_node_base(service, params), params["filePath"])
-
-
-async def delete_node_file(request: web.Request, service: BatchService, params: dict[str, str]) -> web.Response:
-    base, _ = _node_base(service, params)
-    return await _delete(request, base, params["filePath"])
+routes = RouteTable()
+_file_routes(
+    "Tasks", "Task", TASK, lambda service, params: service.tasks.task_directory(params["jobId"], params["taskId"])
+)
+_file_routes(
+    "Nodes", "Node", NODE, lambda service, params: service.tasks.node_directory(params["poolId"], params["nodeId"])
+)
