@@ -194,7 +194,7 @@ class Execution:
             and (task.max_retries == -1 or task.execution["retryCount"] < task.max_retries)
         )
         if retryable:
-            task.execution["retryCount"] += 1
+            task.await_retry()
             job.change_task_state(task, ACTIVE)
             job.ready.append(task)
         else:

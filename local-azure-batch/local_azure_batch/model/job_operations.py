@@ -139,8 +139,7 @@ class JobOperations:
         await self.stop_running_tasks(job, "job_terminated")
         await self.side_tasks.release(job)
         if job.state == TERMINATING:
-            job.set_state(COMPLETED_JOB)
-            job.mark_ended()
+            job.complete()
         self._finish_auto_pool(job)
 
     def _finish_auto_pool(self, job: Job) -> None:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from local_azure_batch.lang.times import UNLIMITED_TEXT, parse_duration
 
 from . import validation as v
-from .clock import iso, utcnow
+from .clock import iso
 from .entity import Entity
 from .errors import invalid_property
 from .tasks import ACTIVE, COMPLETED, PREPARING, RUNNING, Task
@@ -209,5 +209,7 @@ class Job(Entity):
             out["executionInfo"] = execution
         return out
 
-    def mark_ended(self) -> None:
-        self.execution["endTime"] = iso(utcnow())
+    def complete(self) -> None:
+        """The job's end: its end time is when it became completed."""
+        self.set_state(COMPLETED_JOB)
+        self.execution["endTime"] = iso(self.state_time)

@@ -322,13 +322,25 @@ class Task(Entity):
             self.execution["result"] = "failure"
             self.execution["failureInfo"] = dict(failure or FAILURE_EXIT_CODE)
 
+    def await_retry(self) -> None:
+        """Back to active for another attempt after a failure."""
+        self._keep_attempt()
+        self.execution["retryCount"] += 1
+        self._clear_attempt()
+
     def requeue(self) -> None:
         """Back to active, as when its node left: the attempt did not count as a retry."""
         now = iso(utcnow())
         self._keep_attempt(endTime=now)
         self.execution["requeueCount"] = self.execution.get("requeueCount", 0) + 1
         self.execution["lastRequeueTime"] = now
-        self.execution.pop("startTime", None)
+        self._clear_attempt()
+
+    def _clear_attempt(self) -> None:
+        # Only a running or completed task has a start time; end time, exit code, result and failure only a
+        # completed one (the service's TaskExecutionInformation).
+        for name in ("startTime", "endTime", "exitCode", "result", "failureInfo"):
+            self.execution.pop(name, None)
 
     def reactivate(self) -> None:
         self._keep_attempt()
