@@ -57,6 +57,9 @@ class FaultDecision:
     drop_after: bool = False
 
 
+_NO_FAULT = FaultDecision()
+
+
 @dataclass
 class FaultInjector:
     rules: list[FaultRule] = field(default_factory=list)
@@ -70,6 +73,8 @@ class FaultInjector:
         return cls(rules=rules, rng=random.Random(seed), spec=spec)
 
     def decide(self, operation: str) -> FaultDecision:
+        if not self.rules:
+            return _NO_FAULT
         decision = FaultDecision()
         for rule in self.rules:
             if not rule.matches(operation) or not rule.fires(self.rng):

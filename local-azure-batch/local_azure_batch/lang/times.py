@@ -8,6 +8,7 @@ TimeSpan.MaxValue).
 
 from __future__ import annotations
 
+import functools
 import re
 from datetime import datetime, timedelta, timezone
 from email.utils import parsedate_to_datetime
@@ -53,8 +54,12 @@ def parse_iso_datetime(text: str, *, reduced: bool = False) -> datetime | None:
         return None
 
 
+@functools.lru_cache(maxsize=256)
 def parse_rfc1123(text: str) -> datetime | None:
-    """``Wed, 26 Nov 2025 07:38:00 GMT`` as an aware datetime, or ``None``."""
+    """``Wed, 26 Nov 2025 07:38:00 GMT`` as an aware datetime, or ``None``.
+
+    Cached: every request carries one in ``ocp-date``, and requests of the same second carry the same one.
+    """
     try:
         parsed = parsedate_to_datetime(text)
     except (TypeError, ValueError, IndexError):

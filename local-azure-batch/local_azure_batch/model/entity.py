@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from datetime import datetime
 from typing import Any
 
@@ -43,37 +43,52 @@ class Entity:
     def _wire_start(self, url: str, fields: Collection[str] | None) -> dict[str, Any]:
         """id, displayName, url, eTag, times and state, as every entity starts; only ``fields`` if given."""
         out: dict[str, Any] = {"id": self.id}
-        if "displayName" in self.spec and (fields is None or "displayName" in fields):
-            out["displayName"] = self.spec["displayName"]
-        if fields is None:
-            out.update(
-                url=url,
-                eTag=self.etag,
-                lastModified=iso(self.last_modified),
-                creationTime=iso(self.creation_time),
-                state=self.state,
-                stateTransitionTime=iso(self.state_time),
-            )
-            if self.previous_state is not None and self.previous_state_time is not None:
-                out["previousState"] = self.previous_state
-                out["previousStateTransitionTime"] = iso(self.previous_state_time)
+        if fields is not None:
+            # A list with $select (a poller's "id,state") renders just that, not the whole entity.
+            for name in fields:
+                render = _COMMON_FIELDS.get(name)
+                if render is not None and (value := render(self, url)) is not None:
+                    out[name] = value
             return out
-        for name, value in (
-            ("url", url),
-            ("eTag", self.etag),
-            ("lastModified", self.last_modified),
-            ("creationTime", self.creation_time),
-            ("state", self.state),
-            ("stateTransitionTime", self.state_time),
-            ("previousState", self.previous_state),
-            ("previousStateTransitionTime", self.previous_state_time),
-        ):
-            if name in fields and value is not None:
-                out[name] = iso(value) if isinstance(value, datetime) else value
+        if "displayName" in self.spec:
+            out["displayName"] = self.spec["displayName"]
+        out.update(
+            url=url,
+            eTag=self.etag,
+            lastModified=iso(self.last_modified),
+            creationTime=iso(self.creation_time),
+            state=self.state,
+            stateTransitionTime=iso(self.state_time),
+        )
+        if self.previous_state is not None and self.previous_state_time is not None:
+            out["previousState"] = self.previous_state
+            out["previousStateTransitionTime"] = iso(self.previous_state_time)
         return out
 
     def _wire_spec(self, out: dict[str, Any], fields: Collection[str] | None) -> None:
         """The rest of the spec, without secrets (the service never returns passwords)."""
+        if fields is not None:
+            for name in fields:
+                if name not in out and name in self.spec:
+                    out[name] = v.without_secrets(self.spec[name])
+            return
         for name, value in self.spec.items():
-            if name not in out and name != "displayName" and (fields is None or name in fields):
+            if name not in out and name != "displayName":
                 out[name] = v.without_secrets(value)
+
+
+def _iso_or_none(value: datetime | None) -> str | None:
+    return None if value is None else iso(value)
+
+
+_COMMON_FIELDS: dict[str, Callable[[Entity, str], Any]] = {
+    "displayName": lambda entity, url: entity.spec.get("displayName"),
+    "url": lambda entity, url: url,
+    "eTag": lambda entity, url: entity.etag,
+    "lastModified": lambda entity, url: iso(entity.last_modified),
+    "creationTime": lambda entity, url: iso(entity.creation_time),
+    "state": lambda entity, url: entity.state,
+    "stateTransitionTime": lambda entity, url: iso(entity.state_time),
+    "previousState": lambda entity, url: entity.previous_state,
+    "previousStateTransitionTime": lambda entity, url: _iso_or_none(entity.previous_state_time),
+}

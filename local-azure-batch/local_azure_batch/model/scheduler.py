@@ -33,17 +33,21 @@ class Scheduler:
                 log.exception("scheduler pass failed")
 
     def schedule(self) -> None:
+        # Pools with a usable node first: when every node is busy (or there is none), no job is looked at.
+        usable = {
+            pool.key: nodes
+            for pool in self.account.pools.values()
+            if pool.state != POOL_DELETING and (nodes := [node for node in pool.nodes.values() if node.usable])
+        }
+        if not usable:
+            return
         by_pool: dict[str, list[Job]] = {}
         for job in self.account.jobs.values():
-            if job.is_schedulable and job.ready and job.pool_id:
+            if job.is_schedulable and job.ready and job.pool_id and job.pool_id.lower() in usable:
                 by_pool.setdefault(job.pool_id.lower(), []).append(job)
         for pool_key, jobs in by_pool.items():
-            pool = self.account.pools.get(pool_key)
-            if pool is None or pool.state == POOL_DELETING:
-                continue
-            nodes = [node for node in pool.nodes.values() if node.usable]
-            if not nodes:
-                continue
+            pool = self.account.pools[pool_key]
+            nodes = usable[pool_key]
             jobs.sort(key=lambda job: (-int(job.spec.get("priority", 0)), job.creation_time))
             spread = pool.spec["taskSchedulingPolicy"]["nodeFillType"] == "Spread"
             for job in jobs:

@@ -159,10 +159,9 @@ class TaskOperations:
     def task_directory(self, job_id: str, task_id: str) -> Path:
         task = self.account.task(job_id, task_id)
         node = task.node
-        if node is None or node.pool.nodes.get(node.id) is not node:
-            raise not_found("File")
-        path = node.dirs.task_dir(task.job.id, task.id)
-        if not path.is_dir():
+        path = task.directory
+        # The files go with the node (it left the pool) or with the task (deleted by hand, or its job).
+        if node is None or path is None or node.pool.nodes.get(node.id) is not node or not path.is_dir():
             raise not_found("File")
         return path
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Collection, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from local_azure_batch.lang.times import UNLIMITED_TEXT, parse_duration
@@ -170,6 +171,8 @@ class Task(Entity):
         self.execution: dict[str, Any] = {"retryCount": 0, "requeueCount": 0}
         self.node_info: dict[str, Any] | None = None
         self.node: ComputeNode | None = None
+        # The task directory on that node (for a multi-instance task, the primary's).
+        self.directory: Path | None = None
         self.handle: RunHandle | None = None
         self.slots: int = spec["requiredSlots"]
         # Set while a terminate/delete is killing the process, so its end is reported as such.
@@ -284,8 +287,9 @@ class Task(Entity):
         return out
 
     def record_node(self, node: ComputeNode, base_url: str) -> None:
-        node_url = f"{base_url}/pools/{node.pool.id}/nodes/{node.id}"
-        task_dir = node.dirs.relative(node.dirs.task_dir(self.job.id, self.id))
+        node_url = f"{base_url}{node.path}"
+        self.directory = node.dirs.task_dir(self.job.id, self.id)
+        task_dir = node.dirs.relative(self.directory)
         self.node_info = {
             "affinityId": node.affinity_id,
             "nodeUrl": node_url,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
@@ -25,18 +26,38 @@ _RANGE = re.compile(r"^bytes=(\d+)-(\d*)$")
 CHUNK = 256 * 1024
 
 
-def _resolve(base: Path, relative: str) -> Path:
-    relative = relative.replace("\\", "/").strip("/")
-    target = (base / relative).resolve() if relative else base.resolve()
-    if target != base.resolve() and base.resolve() not in target.parents:
-        raise not_found("File")
-    if not target.exists():
-        raise not_found("File")
-    return target
+def _resolve(base: Path, relative: str) -> tuple[Path, os.stat_result]:
+    """The file or directory ``relative`` names under ``base``, and its stat; never anything outside ``base``.
+
+    Walks the few components below ``base`` with lstat; only a ``..`` or a symbolic link (a task may make
+    one) needs the full resolution of the path to check where it leads.
+    """
+    parts = [part for part in relative.replace("\\", "/").split("/") if part not in ("", ".")]
+    path = str(base)
+    try:
+        if ".." in parts:
+            return _resolve_links(base, path, parts)
+        st = os.stat(path) if not parts else None
+        for part in parts:
+            path = os.path.join(path, part)
+            st = os.lstat(path)
+            if stat.S_ISLNK(st.st_mode):
+                return _resolve_links(base, str(base), parts)
+    except (FileNotFoundError, NotADirectoryError):
+        raise not_found("File") from None
+    assert st is not None
+    return Path(path), st
 
 
-def _properties(path: Path) -> dict[str, Any]:
-    st = path.stat()
+def _resolve_links(base: Path, base_text: str, parts: list[str]) -> tuple[Path, os.stat_result]:
+    root = os.path.realpath(base_text)
+    target = os.path.realpath(os.path.join(root, *parts))
+    if target != root and not target.startswith(root + os.sep):
+        raise not_found("File")
+    return Path(target), os.stat(target)
+
+
+def _properties(path: str, st: os.stat_result) -> dict[str, Any]:
     return {
         "creationTime": iso(datetime.fromtimestamp(creation_time(path, st), timezone.utc)),
         "lastModified": iso(datetime.fromtimestamp(st.st_mtime, timezone.utc)),
@@ -46,43 +67,43 @@ def _properties(path: Path) -> dict[str, Any]:
     }
 
 
-def _content_type(path: Path) -> str:
-    return "text/plain" if path.suffix in (".txt", ".log") else "application/octet-stream"
+def _content_type(path: str | Path) -> str:
+    return "text/plain" if str(path).endswith((".txt", ".log")) else "application/octet-stream"
 
 
 def _listing(base: Path, prefix_url: str, recursive: bool) -> list[dict[str, Any]]:
+    if not recursive:
+        with os.scandir(base) as entries:
+            return [_entry(entry.name, entry, prefix_url) for entry in sorted(entries, key=lambda entry: entry.name)]
     out: list[dict[str, Any]] = []
-    if recursive:
-        for root, dirs, files in os.walk(base):
-            dirs.sort()
-            for name in sorted(dirs) + sorted(files):
-                full = Path(root) / name
-                out.append(_entry(base, full, prefix_url))
-    else:
-        for full in sorted(base.iterdir()):
-            out.append(_entry(base, full, prefix_url))
+    for root, dirs, files in os.walk(base):
+        dirs.sort()
+        for name in sorted(dirs) + sorted(files):
+            full = os.path.join(root, name)
+            out.append(_entry(os.path.relpath(full, base).replace(os.sep, "/"), full, prefix_url))
     return out
 
 
-def _entry(base: Path, full: Path, prefix_url: str) -> dict[str, Any]:
-    name = full.relative_to(base).as_posix()
-    entry: dict[str, Any] = {"name": name, "url": f"{prefix_url}/{name}", "isDirectory": full.is_dir()}
-    if not full.is_dir():
-        try:
-            entry["properties"] = _properties(full)
-        except FileNotFoundError:  # deleted between listing and stat
-            entry["properties"] = {"contentLength": "0"}
+def _entry(name: str, full: os.DirEntry[str] | str, prefix_url: str) -> dict[str, Any]:
+    path = full.path if isinstance(full, os.DirEntry) else full
+    try:
+        st = full.stat() if isinstance(full, os.DirEntry) else os.stat(full)
+    except FileNotFoundError:  # deleted between listing and stat
+        return {"name": name, "url": f"{prefix_url}/{name}", "isDirectory": False, "properties": {"contentLength": "0"}}
+    entry: dict[str, Any] = {"name": name, "url": f"{prefix_url}/{name}", "isDirectory": stat.S_ISDIR(st.st_mode)}
+    if not entry["isDirectory"]:
+        entry["properties"] = _properties(path, st)
     return entry
 
 
-def _file_headers(request: web.Request, path: Path, url_path: str) -> dict[str, str]:
-    st = path.stat()
+def _file_headers(request: web.Request, path: Path, st: os.stat_result, url_path: str) -> dict[str, str]:
     url = f"{wire.base_url(request)}{url_path}"
+    is_dir = stat.S_ISDIR(st.st_mode)
     headers = {
-        "Content-Type": _content_type(path) if path.is_file() else "application/octet-stream",
+        "Content-Type": "application/octet-stream" if is_dir else _content_type(path),
         "Last-Modified": rfc1123(datetime.fromtimestamp(st.st_mtime, timezone.utc)),
-        "ocp-creation-time": rfc1123(datetime.fromtimestamp(creation_time(path, st), timezone.utc)),
-        "ocp-batch-file-isdirectory": "True" if path.is_dir() else "False",
+        "ocp-creation-time": rfc1123(datetime.fromtimestamp(creation_time(str(path), st), timezone.utc)),
+        "ocp-batch-file-isdirectory": "True" if is_dir else "False",
         "ocp-batch-file-url": quote(url, safe=""),
         "ocp-batch-file-mode": format(st.st_mode, "o"),
     }
@@ -96,20 +117,19 @@ async def _list(request: web.Request, base: Path, prefix: str) -> web.Response:
 
 
 async def _head(request: web.Request, base: Path, prefix: str, relative: str) -> web.StreamResponse:
-    path = _resolve(base, relative)
-    headers = _file_headers(request, path, f"{prefix}/{relative}")
-    size = path.stat().st_size if path.is_file() else 0
-    return await wire.headers_only(request, 200, headers, size)
+    path, st = _resolve(base, relative)
+    headers = _file_headers(request, path, st, f"{prefix}/{relative}")
+    return await wire.headers_only(request, 200, headers, st.st_size if stat.S_ISREG(st.st_mode) else 0)
 
 
 async def _get(request: web.Request, base: Path, prefix: str, relative: str) -> web.StreamResponse:
-    path = _resolve(base, relative)
-    if path.is_dir():
+    path, st = _resolve(base, relative)
+    if stat.S_ISDIR(st.st_mode):
         raise conflict(
             "FileIsDirectory",
             "The specified path is a directory; list it with the files API instead of downloading it.",
         )
-    size = path.stat().st_size
+    size = st.st_size
     start, length = 0, size
     range_header = request.headers.get("ocp-range")
     if range_header:
@@ -126,11 +146,15 @@ async def _get(request: web.Request, base: Path, prefix: str, relative: str) -> 
                 [("RequestedRange", range_header), ("FileSize", str(size))],
             )
         length = min(end, size - 1) - start + 1
-    response = web.StreamResponse(status=200, headers=_file_headers(request, path, f"{prefix}/{relative}"))
-    response.content_length = length
-    await response.prepare(request)
+    headers = _file_headers(request, path, st, f"{prefix}/{relative}")
     with open(path, "rb") as handle:
         handle.seek(start)
+        if length <= CHUNK:
+            # A log tail's read: one answer, not a stream. A file that shrank under us is answered short.
+            return web.Response(status=200, body=handle.read(length), headers=headers)
+        response = web.StreamResponse(status=200, headers=headers)
+        response.content_length = length
+        await response.prepare(request)
         remaining = length
         while remaining > 0:
             chunk = handle.read(min(CHUNK, remaining))
@@ -143,8 +167,8 @@ async def _get(request: web.Request, base: Path, prefix: str, relative: str) -> 
 
 
 async def _delete(request: web.Request, base: Path, relative: str) -> web.Response:
-    path = _resolve(base, relative)
-    if path.is_dir():
+    path, st = _resolve(base, relative)
+    if stat.S_ISDIR(st.st_mode):
         if request.query.get("recursive", "false").lower() != "true" and any(path.iterdir()):
             raise conflict(
                 "DirectoryNotEmpty",

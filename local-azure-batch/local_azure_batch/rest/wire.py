@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast
 from urllib.parse import quote, urlencode
 
 from aiohttp import web
@@ -29,7 +29,6 @@ class Entity(Protocol):
     def to_wire(self, base_url: str, fields: Collection[str] | None = None) -> dict[str, Any]: ...
 
 
-@runtime_checkable
 class VersionedEntity(Entity, Protocol):
     etag: str
     last_modified: datetime
@@ -66,8 +65,8 @@ def entity(request: web.Request, item: Entity, metadata: str, headers: Mapping[s
     """A GET of one entity, with ``$select``; with its ETag and Last-Modified if it has them (nodes do not)."""
     fields = parse_select(request)
     body = select(item.to_wire(base_url(request), fields), fields)
-    if isinstance(item, VersionedEntity):
-        headers = {**entity_headers(item), **(headers or {})}
+    if getattr(item, "etag", None) is not None:
+        headers = {**entity_headers(cast(VersionedEntity, item)), **(headers or {})}
     return json_response(request, body, metadata, headers=headers)
 
 
