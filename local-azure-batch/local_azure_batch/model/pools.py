@@ -224,6 +224,19 @@ class ComputeNode:
     def path(self) -> str:
         return f"{self.pool.path}/nodes/{self.id}"
 
+    def task_info(self, base_url: str, task_dir: Path) -> dict[str, Any]:
+        """The ``nodeInfo`` of a task (or subtask) that ran here, in ``task_dir``."""
+        node_url = f"{base_url}{self.path}"
+        root = self.dirs.relative(task_dir)
+        return {
+            "affinityId": self.affinity_id,
+            "nodeUrl": node_url,
+            "poolId": self.pool.id,
+            "nodeId": self.id,
+            "taskRootDirectory": root,
+            "taskRootDirectoryUrl": f"{node_url}/files/{root}",
+        }
+
     def to_wire(self, base_url: str, fields: Collection[str] | None = None) -> dict[str, Any]:
         """The whole node (a ``$select`` is applied to it afterwards)."""
         out: dict[str, Any] = {

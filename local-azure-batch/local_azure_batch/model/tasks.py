@@ -287,17 +287,8 @@ class Task(Entity):
         return out
 
     def record_node(self, node: ComputeNode, base_url: str) -> None:
-        node_url = f"{base_url}{node.path}"
         self.directory = node.dirs.task_dir(self.job.id, self.id)
-        task_dir = node.dirs.relative(self.directory)
-        self.node_info = {
-            "affinityId": node.affinity_id,
-            "nodeUrl": node_url,
-            "poolId": node.pool.id,
-            "nodeId": node.id,
-            "taskRootDirectory": task_dir,
-            "taskRootDirectoryUrl": f"{node_url}/files/{task_dir}",
-        }
+        self.node_info = node.task_info(base_url, self.directory)
 
     def _keep_attempt(self, **changes: Any) -> None:
         """Keep the executionInfo of the attempt that is over, before it is reset."""
