@@ -1,9 +1,11 @@
-"""The HTTP server: authentication, fault injection and request accounting around the REST layer."""
+"""The HTTP server: authentication, limits, fault injection and request accounting around the REST layer."""
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
+import hashlib
 import logging
 import shutil
 import socket
@@ -17,13 +19,21 @@ from pathlib import Path
 from aiohttp import web
 
 from .account import DEV_ACCOUNT_KEY, DEV_ACCOUNT_NAME, DEV_CLIENT_ID, DEV_CLIENT_SECRET, DEV_TENANT_ID
+from .admin import admin_routes
 from .auth.authority import ServicePrincipal, TokenAuthority
 from .auth.shared_key import verify_shared_key
 from .auth.tls import TlsFiles, generate_tls_files
 from .faults import FaultInjector
-from .model.service import BatchService, ServiceSettings
+from .model.account import ServiceSettings
+from .model.errors import (
+    BatchServiceError,
+    authentication_failed,
+    invalid_query,
+    request_body_too_large,
+)
+from .model.service import BatchService
 from .rest import wire
-from .rest.errors import BatchServiceError, invalid_query
+from .rest.body import MAX_BODY_BYTES
 from .rest.urls import OPERATIONS, resolve
 
 log = logging.getLogger("local_azure_batch")
@@ -54,6 +64,8 @@ class EmulatorConfig:
     node_start_seconds: float = 1.0
     autoscale_interval_seconds: float | None = 5.0
     node_quota: int | None = None
+    job_quota: int | None = None
+    pool_quota: int | None = None
     sp_certificate: Path | None = None
     log_requests: bool = True
 
@@ -103,15 +115,14 @@ class LocalBatchServer:
                 node_start_seconds=config.node_start_seconds,
                 autoscale_interval_seconds=config.autoscale_interval_seconds,
                 node_quota=config.node_quota,
+                job_quota=config.job_quota,
+                pool_quota=config.pool_quota,
             )
         )
         await self.service.start()
-        app = web.Application(client_max_size=8 * 1024 * 1024)
-        app.router.add_get("/_emulator/health", self._health)
-        app.router.add_get("/_emulator/stats", self._stats)
-        app.router.add_delete("/_emulator/stats", self._reset_stats)
-        app.router.add_get("/_emulator/faults", self._get_faults)
-        app.router.add_put("/_emulator/faults", self._put_faults)
+        # Bodies over the limit are refused before they are read (see _dispatch); this caps chunked ones.
+        app = web.Application(client_max_size=MAX_BODY_BYTES - 1)
+        app.router.add_routes(admin_routes(self))
         if self.authority is not None:
             app.router.add_routes(self.authority.routes())
         app.router.add_route("*", "/{tail:.*}", self._dispatch)
@@ -141,6 +152,7 @@ class LocalBatchServer:
         operation = route.operation if route is not None else "Unknown"
         self.requests[operation] += 1
         response: web.StreamResponse
+        drop_after = False
         try:
             if route is None:
                 if path_known:
@@ -156,26 +168,45 @@ class LocalBatchServer:
             if decision.latency:
                 await asyncio.sleep(decision.latency)
             if decision.drop:
-                self._log(request, 0, operation, started, note="dropped (fault)")
-                if request.transport is not None:
-                    request.transport.abort()
-                raise asyncio.CancelledError
+                self._drop(request, operation, started, "dropped (fault)")
             if decision.status is not None:
                 code, message = _FAULT_ERRORS[decision.status]
                 headers = (
                     {"Retry-After": _retry_after(decision.retry_after)} if decision.retry_after is not None else {}
                 )
                 raise BatchServiceError(decision.status, code, message, headers=headers)
+            drop_after = decision.drop_after
+            _check_body_size(request)
             await self._authenticate(request)
             _check_query(request)
+            _check_path(params)
             assert self.service is not None
             response = await route.handler(request, self.service, params)
         except BatchServiceError as exc:
             response = await wire.error_response(request, exc)
+        except web.HTTPRequestEntityTooLarge:
+            response = await wire.error_response(request, request_body_too_large(MAX_BODY_BYTES))
+        except (asyncio.CancelledError, ConnectionError):
+            raise
+        except Exception:
+            # Whatever went wrong, the client gets the service's JSON error, never a traceback.
+            log.exception("%s %s failed", request.method, request.raw_path)
+            code, message = _FAULT_ERRORS[500]
+            response = await wire.error_response(request, BatchServiceError(500, code, message))
+        if drop_after:
+            # The request took effect; its answer never arrives (a streamed file may have been sent already).
+            self._drop(request, operation, started, "processed, then dropped (fault)")
         if "client-request-id" in request.headers and not response.prepared:
             response.headers["client-request-id"] = request.headers["client-request-id"]
         self._log(request, response.status, operation, started)
         return response
+
+    def _drop(self, request: web.Request, operation: str, started: float, note: str) -> None:
+        """Close the connection without an answer."""
+        self._log(request, 0, operation, started, note=note)
+        if request.transport is not None:
+            request.transport.abort()
+        raise asyncio.CancelledError
 
     async def _authenticate(self, request: web.Request) -> None:
         authorization = request.headers.get("Authorization", "")
@@ -195,8 +226,7 @@ class LocalBatchServer:
                 "AuthenticationFailed",
                 "Server failed to authenticate the request. The Authorization header is missing.",
             )
-        query = request.raw_path.split("?", 1)[1] if "?" in request.raw_path else ""
-        path = request.raw_path.split("?", 1)[0]
+        path, _, query = request.raw_path.partition("?")
         verify_shared_key(
             authorization,
             request.method,
@@ -213,33 +243,16 @@ class LocalBatchServer:
             elapsed = (time.perf_counter() - started) * 1000
             log.info("%s %s %s %s %.1fms %s", request.method, request.raw_path, status, operation, elapsed, note)
 
-    # -- administration (not part of the Batch API) ---------------------------------------------------
-    async def _health(self, request: web.Request) -> web.Response:
-        return web.json_response({"status": "ok", "url": self.url})
-
-    async def _stats(self, request: web.Request) -> web.Response:
-        return web.json_response({"requests": dict(self.requests), "total": sum(self.requests.values())})
-
-    async def _reset_stats(self, request: web.Request) -> web.Response:
-        self.requests.clear()
-        return web.json_response({"requests": {}, "total": 0})
-
-    async def _get_faults(self, request: web.Request) -> web.Response:
-        return web.json_response({"spec": self.faults.spec})
-
-    async def _put_faults(self, request: web.Request) -> web.Response:
-        from .faults import FaultSpecError
-
-        spec = (await request.text()).strip()
-        try:
-            self.faults = FaultInjector.parse(spec, OPERATIONS, self.config.fault_seed)
-        except FaultSpecError as exc:
-            return web.json_response({"error": str(exc)}, status=400)
-        return web.json_response({"spec": spec})
-
 
 def _retry_after(seconds: float) -> str:
     return str(int(seconds)) if float(seconds).is_integer() else str(seconds)
+
+
+def _check_body_size(request: web.Request) -> None:
+    """A body over the limit is refused from its Content-Length, before it is read."""
+    declared = request.content_length
+    if declared is not None and declared >= MAX_BODY_BYTES:
+        raise request_body_too_large(MAX_BODY_BYTES)
 
 
 def _check_query(request: web.Request) -> None:
@@ -258,6 +271,18 @@ def _check_query(request: web.Request) -> None:
         raise invalid_query("timeOut", timeout, "The value must be a number of seconds.")
 
 
+def _check_path(params: dict[str, str]) -> None:
+    """Ids and file paths arrive percent-encoded: a NUL in one names nothing that can exist."""
+    for name, value in params.items():
+        if "\x00" in value:
+            raise BatchServiceError(
+                400,
+                "InvalidUri",
+                "The requested URI does not represent any resource on the server.",
+                [("Reason", f"The {name} contains a character that is not allowed (U+0000).")],
+            )
+
+
 async def _check_body_integrity(request: web.Request) -> None:
     """Content-Length is signed; a body that does not match it was changed on the way."""
     declared = request.headers.get("Content-Length")
@@ -265,15 +290,7 @@ async def _check_body_integrity(request: web.Request) -> None:
         return
     body = await request.read()
     if len(body) != int(declared):
-        from .rest.errors import authentication_failed
-
         raise authentication_failed("The request body does not match the signed Content-Length.")
     md5 = request.headers.get("Content-MD5")
-    if md5:
-        import base64
-        import hashlib
-
-        if base64.b64encode(hashlib.md5(body).digest()).decode() != md5:
-            raise BatchServiceError(
-                400, "Md5Mismatch", "The MD5 value specified in the request did not match the body."
-            )
+    if md5 and base64.b64encode(hashlib.md5(body).digest()).decode() != md5:
+        raise BatchServiceError(400, "Md5Mismatch", "The MD5 value specified in the request did not match the body.")

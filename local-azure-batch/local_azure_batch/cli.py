@@ -45,6 +45,18 @@ def build_parser() -> argparse.ArgumentParser:
         "gets what fits and a resize error, like an account out of core quota",
     )
     parser.add_argument(
+        "--job-quota",
+        type=_non_negative_int,
+        help="active jobs the account may hold (all but completed ones; default: no limit); one more is "
+        "refused with 409 ActiveJobAndScheduleQuotaReached, like the real service",
+    )
+    parser.add_argument(
+        "--pool-quota",
+        type=_non_negative_int,
+        help="pools the account may hold (auto-pools included; default: no limit); one more is refused with "
+        "409 PoolQuotaReached",
+    )
+    parser.add_argument(
         "--sp-certificate", type=Path, help="PEM certificate accepted for the development service principal"
     )
     parser.add_argument("--quiet", action="store_true", help="do not log requests")
@@ -82,6 +94,8 @@ def main(argv: list[str] | None = None) -> int:
         node_start_seconds=args.node_start_seconds,
         autoscale_interval_seconds=args.autoscale_interval or None,
         node_quota=args.node_quota,
+        job_quota=args.job_quota,
+        pool_quota=args.pool_quota,
         sp_certificate=args.sp_certificate,
         log_requests=not args.quiet,
     )

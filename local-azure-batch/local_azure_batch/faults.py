@@ -5,7 +5,9 @@ Spec (``--faults`` or ``PUT /_emulator/faults``): rules separated by ``;``, each
 
 - ``OPERATIONS``: ``*`` or REST operation ids joined by ``|`` (``Jobs_GetJobTaskCounts|Tasks_GetTaskFile``);
 - ``ACTION``: ``429`` or ``503`` (with ``Retry-After``, default 1 s, change with ``/retry-after=SECONDS``),
-  ``500``, ``drop`` (close the connection without a response) or ``latency=SECONDS``;
+  ``500``, ``drop`` (close the connection without a response, before the request is processed),
+  ``drop-after`` (process the request, then close the connection without a response: the client cannot
+  tell whether its request took effect) or ``latency=SECONDS``;
 - ``@RATE``: a probability from 0 to 1 (default: every matching request);
 - ``#SCHEDULE``: which matching requests, counted from 1 per rule: ``#1``, ``#2-4``, ``#1,3,5-``.
 
@@ -52,6 +54,10 @@ class FaultDecision:
     status: int | None = None
     retry_after: float | None = None
     drop: bool = False
+    drop_after: bool = False
+
+
+_NO_FAULT = FaultDecision()
 
 
 @dataclass
@@ -67,15 +73,19 @@ class FaultInjector:
         return cls(rules=rules, rng=random.Random(seed), spec=spec)
 
     def decide(self, operation: str) -> FaultDecision:
+        if not self.rules:
+            return _NO_FAULT
         decision = FaultDecision()
         for rule in self.rules:
             if not rule.matches(operation) or not rule.fires(self.rng):
                 continue
             if rule.action == "latency":
                 decision.latency += rule.latency
-            elif decision.status is None and not decision.drop:
+            elif decision.status is None and not decision.drop and not decision.drop_after:
                 if rule.action == "drop":
                     decision.drop = True
+                elif rule.action == "drop-after":
+                    decision.drop_after = True
                 else:
                     decision.status = int(rule.action)
                     if rule.action in ("429", "503"):
@@ -121,8 +131,8 @@ def _parse_rule(text: str, known: set[str]) -> FaultRule:
     elif action.startswith("latency="):
         rule.action = "latency"
         rule.latency = _seconds(action.split("=", 1)[1], text)
-    elif action not in ("500", "drop"):
-        raise FaultSpecError(f"fault rule {text!r}: action must be 429, 503, 500, drop or latency=SECONDS")
+    elif action not in ("500", "drop", "drop-after"):
+        raise FaultSpecError(f"fault rule {text!r}: action must be 429, 503, 500, drop, drop-after or latency=SECONDS")
     return rule
 
 

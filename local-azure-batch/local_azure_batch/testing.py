@@ -25,6 +25,7 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .account import DEV_ACCOUNT_KEY, DEV_ACCOUNT_NAME, DEV_CLIENT_ID, DEV_CLIENT_SECRET, DEV_TENANT_ID
 
@@ -46,7 +47,7 @@ class LocalBatchService:
     output: deque[str] = field(default_factory=lambda: deque(maxlen=2000))
 
     # -- administration endpoints -------------------------------------------------------------------
-    def _admin(self, method: str, path: str, body: str | None = None) -> dict:
+    def _admin(self, method: str, path: str, body: str | None = None) -> Any:
         request = urllib.request.Request(
             f"{self.url}/_emulator/{path}", method=method, data=body.encode() if body is not None else None
         )
@@ -68,6 +69,16 @@ class LocalBatchService:
     def set_faults(self, spec: str) -> None:
         """Replace the fault injection rules (see the README's fault syntax); '' turns them off."""
         self._admin("PUT", "faults", spec)
+
+    def set_quota(self, **quotas: int | None) -> dict[str, int | None]:
+        """Change the account's quotas while it runs: ``jobs``, ``pools`` or ``nodes`` (None: no limit).
+
+        Quotas not named stay as they are; returns all of them as they now stand.
+        """
+        return self._admin("PUT", "quota", json.dumps(quotas))
+
+    def quota(self) -> dict[str, int | None]:
+        return self._admin("GET", "quota")
 
     def log_text(self) -> str:
         return "\n".join(self.output)

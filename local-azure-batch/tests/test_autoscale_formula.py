@@ -7,8 +7,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from local_azure_batch.model import autoscale
-from local_azure_batch.model.autoscale import (
+from local_azure_batch.formula import (
     EVALUATION_ERROR,
     FORMULA_TOO_LONG,
     INSUFFICIENT_SAMPLE_DATA,
@@ -19,7 +18,9 @@ from local_azure_batch.model.autoscale import (
     AutoScaleOutcome,
     Sample,
     evaluate_formula,
+    functions,
     validate_formula,
+    vocabulary,
 )
 
 # A Wednesday.
@@ -396,7 +397,7 @@ def test_functions(expression: str, expected: str) -> None:
 
 
 def test_rand(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(autoscale.random, "random", lambda: 0.25)
+    monkeypatch.setattr(functions.random, "random", lambda: 0.25)
     assert value_of("rand() * 4") == "1"
 
 
@@ -463,13 +464,13 @@ def test_samples_after_now_are_not_visible_and_naive_times_are_utc() -> None:
 
 
 def test_each_sampled_variable_reads_its_own_history() -> None:
-    history = History({name: every([index]) for index, name in enumerate(autoscale.SAMPLED_VARIABLES)})
+    history = History({name: every([index]) for index, name in enumerate(vocabulary.SAMPLED_VARIABLES)})
     formula = ";".join(
-        f"v{index} = val({name}.GetSample(1), 0)" for index, name in enumerate(autoscale.SAMPLED_VARIABLES)
+        f"v{index} = val({name}.GetSample(1), 0)" for index, name in enumerate(vocabulary.SAMPLED_VARIABLES)
     )
     results = run(formula, history).results
     assert results.endswith(";v0=0;v1=1;v2=2;v3=3;v4=4;v5=5;v6=6;v7=7;v8=8")
-    assert history.asked == list(autoscale.SAMPLED_VARIABLES)  # each fetched once, then cached
+    assert history.asked == list(vocabulary.SAMPLED_VARIABLES)  # each fetched once, then cached
 
 
 # --- Service variables, targets, results -------------------------------------------------------------
@@ -604,7 +605,7 @@ def test_sample_period_must_be_positive() -> None:
 
 
 def test_formula_length_limit() -> None:
-    longest = "x = 1" + " " * (autoscale.MAX_FORMULA_LENGTH - 5)
+    longest = "x = 1" + " " * (vocabulary.MAX_FORMULA_LENGTH - 5)
     assert run(longest).results.endswith(";x=1")
     with pytest.raises(AutoScaleFormulaError) as caught:
         run(longest + " ")
@@ -786,7 +787,7 @@ def test_syntax_errors(formula: str, detail: str) -> None:
     assert actual == detail
 
 
-@pytest.mark.parametrize("metric", autoscale._RESOURCE_METRICS)
+@pytest.mark.parametrize("metric", vocabulary.RESOURCE_METRICS)
 def test_resource_metrics_are_not_supported(metric: str) -> None:
     code, message, detail = error_of(f"x = avg({metric}.GetSample(TimeInterval_Minute))")
     assert code == NOT_SUPPORTED
@@ -1007,6 +1008,6 @@ def test_validate_formula_checks_without_evaluating() -> None:
 def test_supported_summary_names_both_sides() -> None:
     assert "Supported:" in SUPPORTED_SUMMARY
     assert "Not supported" in SUPPORTED_SUMMARY
-    for name in (*autoscale.SAMPLED_VARIABLES, *autoscale._RESOURCE_METRICS, *autoscale._FUNCTIONS):
+    for name in (*vocabulary.SAMPLED_VARIABLES, *vocabulary.RESOURCE_METRICS, *vocabulary.FUNCTIONS):
         assert name in SUPPORTED_SUMMARY, name
     assert all(len(line) <= 110 for line in SUPPORTED_SUMMARY.splitlines())

@@ -3,7 +3,7 @@ from datetime import timedelta
 import pytest
 
 from local_azure_batch.faults import FaultInjector, FaultSpecError
-from local_azure_batch.model.durations import (
+from local_azure_batch.lang.times import (
     UNLIMITED_TEXT,
     DurationError,
     format_duration,
@@ -50,6 +50,13 @@ def test_fault_schedule_and_actions():
     assert injector.decide("Jobs_GetJob").drop is True
 
 
+def test_drop_after_is_its_own_action():
+    injector = FaultInjector.parse("Jobs_CreateJob:drop-after#1", OPERATIONS)
+    first = injector.decide("Jobs_CreateJob")
+    assert (first.drop_after, first.drop, first.status) == (True, False, None)
+    assert injector.decide("Jobs_CreateJob").drop_after is False
+
+
 def test_fault_rates_are_reproducible_with_a_seed():
     picks = []
     for _ in range(2):
@@ -63,7 +70,7 @@ def test_fault_rates_are_reproducible_with_a_seed():
     ("spec", "message"),
     [
         ("Jobs_Nope:503", "unknown operation(s) Jobs_Nope"),
-        ("*:418", "action must be 429, 503, 500, drop or latency=SECONDS"),
+        ("*:418", "action must be 429, 503, 500, drop, drop-after or latency=SECONDS"),
         ("*:503@2", "rate must be from 0 to 1"),
         ("*:503#x", "schedule part 'x' is not N, N-M or N-"),
         ("Jobs_GetJob", "expected OPERATIONS:ACTION"),

@@ -5,7 +5,7 @@ from datetime import datetime, timezone
 import pytest
 
 from local_azure_batch.auth.shared_key import sign, string_to_sign, verify_shared_key
-from local_azure_batch.rest.errors import BatchServiceError
+from local_azure_batch.model.errors import BatchServiceError
 
 KEY = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
 DATE = "Thu, 01 Jan 2026 00:00:00 GMT"

@@ -25,7 +25,7 @@ import jwt
 from aiohttp import web
 from cryptography import x509
 
-from local_azure_batch.rest.errors import BatchServiceError
+from local_azure_batch.model.errors import BatchServiceError
 
 BATCH_AUDIENCES = (
     "https://batch.core.windows.net/",

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 import hmac
 from collections.abc import Mapping
 from datetime import datetime, timedelta
-from urllib.parse import parse_qs
+from urllib.parse import parse_qsl
 
-from local_azure_batch.model.clock import parse_rfc1123, utcnow
-from local_azure_batch.rest.errors import authentication_failed
+from local_azure_batch.lang.times import parse_rfc1123
+from local_azure_batch.model.clock import utcnow
+from local_azure_batch.model.errors import authentication_failed
 
 HEADERS_TO_SIGN = (
     "content-encoding",
@@ -45,25 +47,41 @@ def string_to_sign(
     lowercase_query_names: bool = False,
 ) -> str:
     lowered = {name.lower(): value for name, value in headers.items() if value}
-    if method not in ("GET", "HEAD") and "content-length" not in lowered:
-        lowered["content-length"] = "0"
-    text = method + "\n" + "\n".join(lowered.get(name, "") for name in HEADERS_TO_SIGN) + "\n"
+    return _string_to_sign(method, raw_path, parse_qsl(raw_query), lowered, account_name, lowercase_query_names)
+
+
+def _string_to_sign(
+    method: str,
+    raw_path: str,
+    query_pairs: list[tuple[str, str]],
+    lowered: Mapping[str, str],
+    account_name: str,
+    lowercase_query_names: bool,
+) -> str:
+    content_length = lowered.get("content-length", "" if method in ("GET", "HEAD") else "0")
+    values = [content_length if name == "content-length" else lowered.get(name, "") for name in HEADERS_TO_SIGN]
+    text = method + "\n" + "\n".join(values) + "\n"
     ocp = sorted((name, value) for name, value in lowered.items() if "ocp-" in name)
     text += "".join(f"{name}:{value}\n" for name, value in ocp)
     text += f"/{account_name}{raw_path}"
-    query = parse_qs(raw_query)
-    if lowercase_query_names:
-        query = {name.lower(): values for name, values in query.items()}
+    # parse_qs's view: the first value of each name; empty values are left out.
+    query: dict[str, str] = {}
+    for name, value in query_pairs:
+        query.setdefault(name.lower() if lowercase_query_names else name, value)
     for name in sorted(query):
-        value = query[name][0]
-        if value:
-            text += f"\n{name}:{value}"
+        if query[name]:
+            text += f"\n{name}:{query[name]}"
     return text
 
 
 def sign(key_b64: str, text: str) -> str:
-    digest = hmac.new(base64.b64decode(key_b64), text.encode("utf-8"), hashlib.sha256).digest()
+    digest = hmac.new(_key_bytes(key_b64), text.encode("utf-8"), hashlib.sha256).digest()
     return base64.b64encode(digest).decode("ascii")
+
+
+@functools.lru_cache(maxsize=8)
+def _key_bytes(key_b64: str) -> bytes:
+    return base64.b64decode(key_b64)
 
 
 def verify_shared_key(
@@ -84,14 +102,13 @@ def verify_shared_key(
         raise authentication_failed("The Authorization header is not of the form 'SharedKey account:signature'.")
     if name != account_name:
         raise authentication_failed(f"The account name '{name}' in the Authorization header is unknown.")
-    lowered = {key.lower(): value for key, value in headers.items()}
+    lowered = {key.lower(): value for key, value in headers.items() if value}
     date_text = lowered.get("ocp-date") or lowered.get("date")
     if not date_text:
         raise authentication_failed("The request has neither an ocp-date nor a Date header.")
-    try:
-        sent = parse_rfc1123(date_text)
-    except (TypeError, ValueError):
-        raise authentication_failed(f"The date header value '{date_text}' is not a valid RFC 1123 date.") from None
+    sent = parse_rfc1123(date_text)
+    if sent is None:
+        raise authentication_failed(f"The date header value '{date_text}' is not a valid RFC 1123 date.")
     current = now or utcnow()
     if abs(current - sent) > MAX_CLOCK_SKEW:
         raise authentication_failed(
@@ -99,17 +116,15 @@ def verify_shared_key(
             if sent < current
             else f"Request date header is in the future: '{date_text}'"
         )
+    query_pairs = parse_qsl(raw_query)
     try:
-        expected = [
-            sign(account_key, string_to_sign(method, raw_path, raw_query, headers, account_name)),
-            sign(
-                account_key,
-                string_to_sign(method, raw_path, raw_query, headers, account_name, lowercase_query_names=True),
-            ),
-        ]
+        # The SDK's string to sign first; the documented variant only when that one does not match.
+        for lowercase in (False, True):
+            text = _string_to_sign(method, raw_path, query_pairs, lowered, account_name, lowercase)
+            if hmac.compare_digest(signature, sign(account_key, text)):
+                return
     except binascii.Error:
         raise authentication_failed("The account key of the service is not valid base64.") from None
-    if not any(hmac.compare_digest(signature, candidate) for candidate in expected):
-        raise authentication_failed(
-            "The MAC signature found in the HTTP request is not the same as any computed signature."
-        )
+    raise authentication_failed(
+        "The MAC signature found in the HTTP request is not the same as any computed signature."
+    )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import threading
 from datetime import datetime, timezone
-from email.utils import format_datetime, parsedate_to_datetime
+from email.utils import format_datetime
 
 _etag_counter = itertools.count(1)
 _etag_lock = threading.Lock()
@@ -25,13 +25,6 @@ def iso(dt: datetime) -> str:
 def rfc1123(dt: datetime) -> str:
     """``Wed, 26 Nov 2025 07:38:00 GMT`` as in the service's headers."""
     return format_datetime(dt.astimezone(timezone.utc), usegmt=True)
-
-
-def parse_rfc1123(text: str) -> datetime:
-    parsed = parsedate_to_datetime(text)
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=timezone.utc)
-    return parsed
 
 
 def new_etag() -> str:

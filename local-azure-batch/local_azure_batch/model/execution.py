@@ -1,45 +1,21 @@
-"""Scheduling tasks onto node slots and running them: preparation, process, uploads, retries, completion."""
+"""Running a task on a node: preparation, resource files, the process, output files, retries, completion."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from local_azure_batch.model.base import ServiceBase
-from local_azure_batch.runner.process import (
-    ProcessOutcome,
-    ProcessSpec,
-    RunHandle,
-)
+from local_azure_batch.runner.process import ProcessOutcome, ProcessSpec, RunHandle
 from local_azure_batch.runner.transfers import TransferError
 
-from .clock import iso, utcnow
-from .durations import parse_duration
-from .jobs import (
-    ACTIVE_JOB,
-    DISABLED,
-    Job,
-)
-from .placement import hosts_multi_instance_tasks, pick_instance_nodes, pick_node
-from .pools import (
-    POOL_DELETING,
-    ComputeNode,
-    Pool,
-)
-from .tasks import (
-    ACTIVE,
-    COMPLETED,
-    COORDINATION_FAILED,
-    RUNNING,
-    TASK_ENDED,
-    WALL_CLOCK_EXCEEDED,
-    Task,
-    launch_failure,
-)
+from .account import Account
+from .job_operations import JobOperations
+from .job_side_tasks import JobSideTasks
+from .node_commands import node_process
+from .pools import ComputeNode
+from .tasks import ACTIVE, COORDINATION_FAILED, RUNNING, TASK_ENDED, WALL_CLOCK_EXCEEDED, Task, launch_failure
 
 log = logging.getLogger(__name__)
 
@@ -47,73 +23,26 @@ log = logging.getLogger(__name__)
 RETRIED_FAILURES = ("FailureExitCode", COORDINATION_FAILED)
 
 
-@dataclass
-class Execution(ServiceBase):
-    # -- scheduling -----------------------------------------------------------------------------------
-    async def _scheduler_loop(self) -> None:
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            try:
-                self._schedule()
-            except Exception:
-                log.exception("scheduler pass failed")
+def internal_error(exc: Exception) -> dict[str, Any]:
+    return {"category": "servererror", "code": "InternalError", "message": str(exc)}
 
-    def _schedule(self) -> None:
-        by_pool: dict[str, list[Job]] = {}
-        for job in self.jobs.values():
-            if job.is_schedulable and job.ready and job.pool_id:
-                by_pool.setdefault(job.pool_id.lower(), []).append(job)
-        for pool_key, jobs in by_pool.items():
-            pool = self.pools.get(pool_key)
-            if pool is None or pool.state == POOL_DELETING:
-                continue
-            nodes = [node for node in pool.nodes.values() if node.usable]
-            if not nodes:
-                continue
-            jobs.sort(key=lambda job: (-int(job.spec.get("priority", 0)), job.creation_time))
-            spread = pool.spec["taskSchedulingPolicy"]["nodeFillType"] == "Spread"
-            for job in jobs:
-                self._schedule_job(job, pool, nodes, spread)
 
-    def _schedule_job(self, job: Job, pool: Pool, nodes: list[ComputeNode], spread: bool) -> None:
-        limit = int(job.spec.get("maxParallelTasks", -1))
-        never_here: list[Task] = []
-        while job.ready:
-            task = job.ready[0]
-            if task.state != ACTIVE or job.tasks.get(task.key) is not task:
-                job.ready.popleft()
-                continue
-            if limit != -1 and job.running_count() >= limit:
-                break
-            if task.is_multi_instance:
-                if not hosts_multi_instance_tasks(pool):
-                    # It stays active for good (as on the service), but must not hold up the job's other tasks.
-                    never_here.append(job.ready.popleft())
-                    continue
-                picked = pick_instance_nodes(nodes, task, job)
-                if picked is None:
-                    break
-                job.ready.popleft()
-                self._launch_multi_instance(task, picked)
-                continue
-            node = pick_node(nodes, task, spread, job)
-            if node is None:
-                break
-            job.ready.popleft()
-            self._launch(task, node)
-        job.ready.extendleft(reversed(never_here))
+class Execution:
+    def __init__(self, account: Account, jobs: JobOperations, side_tasks: JobSideTasks) -> None:
+        self.account = account
+        self.jobs = jobs
+        self.side_tasks = side_tasks
 
-    def _launch(self, task: Task, node: ComputeNode) -> None:
+    def launch(self, task: Task, node: ComputeNode) -> None:
         job = task.job
         task.node = node
         task.end_reason = None
-        node.add_task(task)
-        task.record_node(node, self.base_url)
+        task.record_node(node, self.account.base_url)
         task.start_attempt()
+        node.add_task(task)
         job.change_task_state(task, RUNNING)
         task.handle = RunHandle()
-        self._spawn(self._execute(task, node, task.handle))
+        self.account.spawn(self._execute(task, node, task.handle))
 
     async def _execute(self, task: Task, node: ComputeNode, handle: RunHandle) -> None:
         job = task.job
@@ -123,28 +52,28 @@ class Execution(ServiceBase):
         try:
             task_dir.mkdir(parents=True, exist_ok=True)
             (task_dir / "wd").mkdir(exist_ok=True)
-            if not await self._prepare_node_for_job(job, node):
+            if not await self.side_tasks.prepare_node(job, node):
                 task.end_reason = "requeue"
             else:
-                failure = self._container_mismatch(task, node)
+                failure = self.container_mismatch(task, node)
                 if failure is None:
                     try:
-                        await self.transfers.download_resource_files(
+                        await self.account.transfers.download_resource_files(
                             task.spec.get("resourceFiles") or [], task_dir / "wd"
                         )
                     except TransferError as exc:
                         failure = exc.failure_info
                 if failure is None and not handle.terminate_requested:
-                    spec = self._process_spec(
+                    spec = self.process_spec(
                         task, node, task_dir, task.spec["commandLine"], wall_clock_seconds=task.wall_clock_seconds
                     )
-                    outcome = await self.runner.run(spec, handle)
+                    outcome = await self.account.runner.run(spec, handle)
         except Exception as exc:
             log.exception("task %s/%s could not run", job.id, task.id)
-            failure = {"category": "servererror", "code": "InternalError", "message": str(exc)}
-        self._finish(task, node, outcome, failure, task_dir)
+            failure = internal_error(exc)
+        self.finish(task, node, outcome, failure, task_dir)
 
-    def _container_mismatch(self, task: Task, node: ComputeNode) -> dict[str, Any] | None:
+    def container_mismatch(self, task: Task, node: ComputeNode) -> dict[str, Any] | None:
         if task.spec.get("containerSettings") and not node.pool.spec["virtualMachineConfiguration"].get(
             "containerConfiguration"
         ):
@@ -155,7 +84,7 @@ class Execution(ServiceBase):
             }
         return None
 
-    def _process_spec(
+    def process_spec(
         self,
         task: Task,
         node: ComputeNode,
@@ -184,7 +113,8 @@ class Execution(ServiceBase):
                 f"[local Batch service] containerSettings.imageName={container.get('imageName')!s}: no container "
                 "engine is used here; the command runs on the host.\n"
             )
-        return self._node_process(
+        return node_process(
+            self.account,
             node,
             job_id=job.id,
             task_id=task.id,
@@ -197,68 +127,7 @@ class Execution(ServiceBase):
             append=append,
         )
 
-    async def _prepare_node_for_job(self, job: Job, node: ComputeNode) -> bool:
-        prep = job.spec.get("jobPreparationTask")
-        if prep is None:
-            return True
-        record = job.preparation.get(node.id)
-        while record is not None and record.get("state") == "running":
-            await asyncio.sleep(self.settings.tick_seconds / 2)
-            record = job.preparation.get(node.id)
-        if record is not None:
-            return record.get("result") == "success" or not prep.get("waitForSuccess", True)
-        record = {
-            "state": "running",
-            "startTime": iso(utcnow()),
-            "retryCount": 0,
-            "taskRootDirectory": node.dirs.relative(node.dirs.task_dir(job.id, prep["id"])),
-        }
-        job.preparation[node.id] = record
-        outcome = await self._run_job_side_task(job, node, prep)
-        record.update(
-            state="completed",
-            endTime=iso(outcome.end_time),
-            exitCode=outcome.exit_code,
-            result="success" if outcome.exit_code == 0 else "failure",
-        )
-        return outcome.exit_code == 0 or not prep.get("waitForSuccess", True)
-
-    async def _run_release_tasks(self, job: Job) -> None:
-        release = job.spec.get("jobReleaseTask")
-        pool = self.pools.get((job.pool_id or "").lower())
-        if release is None or pool is None:
-            return
-        for node_id in list(job.preparation):
-            node = pool.nodes.get(node_id)
-            if node is None:
-                continue
-            record: dict[str, Any] = {"state": "running", "startTime": iso(utcnow())}
-            job.release[node_id] = record
-            outcome = await self._run_job_side_task(job, node, release)
-            record.update(
-                state="completed",
-                endTime=iso(outcome.end_time),
-                exitCode=outcome.exit_code,
-                result="success" if outcome.exit_code == 0 else "failure",
-            )
-
-    async def _run_job_side_task(self, job: Job, node: ComputeNode, side: dict[str, Any]) -> ProcessOutcome:
-        task_dir = node.dirs.task_dir(job.id, side["id"])
-        settings = list(job.spec.get("commonEnvironmentSettings") or []) + list(side.get("environmentSettings") or [])
-        wall = side.get("maxWallClockTime") or side.get("constraints", {}).get("maxWallClockTime")
-        seconds = parse_duration(wall).total_seconds() if wall and not wall.startswith("P10675199D") else None
-        spec = self._node_process(
-            node,
-            job_id=job.id,
-            task_id=side["id"],
-            task_dir=task_dir,
-            command_line=side["commandLine"],
-            settings=settings,
-            wall_clock_seconds=seconds,
-        )
-        return await self.runner.run(spec, RunHandle())
-
-    def _finish(
+    def finish(
         self,
         task: Task,
         node: ComputeNode,
@@ -266,22 +135,21 @@ class Execution(ServiceBase):
         failure: dict[str, Any] | None,
         task_dir: Path,
     ) -> None:
+        """An attempt's process is over: requeue it, or record how it ended and go on to its output files."""
         job = task.job
         task.handle = None
         reason = task.end_reason
         task.end_reason = None
         if job.tasks.get(task.key) is not task:  # deleted while it ran
             node.remove_task(task)
-            self.kick()
+            self.account.kick()
             return
         if reason == "requeue":
+            task.requeue()
             node.remove_task(task)
-            task.execution["requeueCount"] = task.execution.get("requeueCount", 0) + 1
-            task.execution["lastRequeueTime"] = iso(utcnow())
-            task.execution.pop("startTime", None)
             job.change_task_state(task, ACTIVE)
             job.ready.appendleft(task)
-            self.kick()
+            self.account.kick()
             return
         exit_code = outcome.exit_code if outcome is not None else None
         if failure is None and outcome is not None:
@@ -294,7 +162,7 @@ class Execution(ServiceBase):
         elif failure is None:
             failure = TASK_ENDED
         task.finish_attempt(exit_code, failure)
-        self._spawn(self._after_attempt(task, node, task_dir, outcome, reason))
+        self.account.spawn(self._after_attempt(task, node, task_dir, outcome, reason))
 
     async def _after_attempt(
         self,
@@ -307,7 +175,7 @@ class Execution(ServiceBase):
         # Output files are uploaded before the task is reported completed, as the service does.
         if outcome is not None and task.spec.get("outputFiles"):
             try:
-                await self.transfers.upload_output_files(
+                await self.account.transfers.upload_output_files(
                     task.spec["outputFiles"], task_dir, succeeded=task.execution.get("result") == "success"
                 )
             except TransferError as exc:
@@ -316,7 +184,7 @@ class Execution(ServiceBase):
         node.remove_task(task)
         job = task.job
         if job.tasks.get(task.key) is not task:
-            self.kick()
+            self.account.kick()
             return
         # Only application failures (a nonzero exit) are retried; pre-processing and upload errors are not.
         retryable = (
@@ -326,21 +194,9 @@ class Execution(ServiceBase):
             and (task.max_retries == -1 or task.execution["retryCount"] < task.max_retries)
         )
         if retryable:
-            task.execution["retryCount"] += 1
+            task.await_retry()
             job.change_task_state(task, ACTIVE)
             job.ready.append(task)
         else:
-            self._complete(task)
-        self.kick()
-
-    def _complete(self, task: Task) -> None:
-        job = task.job
-        job.change_task_state(task, COMPLETED)
-        self._release_waiting(job)
-        if task.execution.get("result") == "failure" and job.state == ACTIVE_JOB:
-            action = task.exit_options().get("jobAction", "none")
-            if action == "terminate":
-                self._begin_terminate(job, "TaskFailed")
-            elif action == "disable":
-                job.set_state(DISABLED)
-        self._check_all_complete(job)
+            self.jobs.task_completed(task)
+        self.account.kick()

@@ -4,29 +4,31 @@ from __future__ import annotations
 
 import copy
 from collections import Counter, deque
+from collections.abc import Callable, Collection
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from local_azure_batch.rest.errors import invalid_property
+from local_azure_batch.lang.times import UNLIMITED_TEXT, parse_duration
 
 from . import validation as v
-from .clock import iso, utcnow
-from .durations import UNLIMITED_TEXT, parse_duration
+from .clock import iso
 from .entity import Entity
+from .errors import invalid_property
 from .tasks import ACTIVE, COMPLETED, PREPARING, RUNNING, Task
 
 if TYPE_CHECKING:
-    from datetime import datetime
-
     from .pools import Pool
 
 ACTIVE_JOB, DISABLING, DISABLED, ENABLING = "active", "disabling", "disabled", "enabling"
 TERMINATING, COMPLETED_JOB, DELETING = "terminating", "completed", "deleting"
 
 ALL_TASKS_COMPLETE = ("noaction", "terminatejob")
+# Checks an auto-pool specification (the pool module's, given by the caller) at a path in the body.
+PoolSpecNormalizer = Callable[[Any, str], dict[str, Any]]
 TASK_FAILURE = ("noaction", "performexitoptionsjobaction")
 
 
-def normalize_job(body: Any, normalize_pool_spec) -> dict[str, Any]:
+def normalize_job(body: Any, normalize_pool_spec: PoolSpecNormalizer) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise invalid_property("job", body, "The job must be a JSON object.")
     spec = copy.deepcopy(body)
@@ -66,7 +68,7 @@ def normalize_job(body: Any, normalize_pool_spec) -> dict[str, Any]:
     return spec
 
 
-def normalize_pool_info(pool_info: Any, normalize_pool_spec) -> None:
+def normalize_pool_info(pool_info: Any, normalize_pool_spec: PoolSpecNormalizer) -> None:
     if not isinstance(pool_info, dict) or not (pool_info.get("poolId") or pool_info.get("autoPoolSpecification")):
         raise invalid_property(
             "poolInfo", pool_info, "Specify either poolInfo.poolId or poolInfo.autoPoolSpecification."
@@ -104,9 +106,7 @@ def normalize_mutable_job_fields(spec: dict[str, Any]) -> None:
 
 class Job(Entity):
     def __init__(self, spec: dict[str, Any]) -> None:
-        super().__init__(ACTIVE_JOB)
-        self.id: str = spec["id"]
-        self.spec = spec
+        super().__init__(ACTIVE_JOB, spec)
         self.execution: dict[str, Any] = {"startTime": iso(self.creation_time)}
         self.tasks: dict[str, Task] = {}
         # Active tasks whose dependencies are met, in the order they were added.
@@ -119,10 +119,14 @@ class Job(Entity):
         # Nodes that ran this job's preparation task: node id -> status record.
         self.preparation: dict[str, dict[str, Any]] = {}
         self.release: dict[str, dict[str, Any]] = {}
+        self.wall_clock_deadline: datetime | None = None
+        self.constraints_changed()
+        # The tasks in id order, as lists show them; rebuilt only after tasks are added or deleted.
+        self._sorted: list[Task] | None = None
 
     @property
-    def key(self) -> str:
-        return self.id.lower()
+    def path(self) -> str:
+        return f"/jobs/{self.id}"
 
     @property
     def pool_id(self) -> str | None:
@@ -130,12 +134,10 @@ class Job(Entity):
             return self.auto_pool.id
         return self.spec["poolInfo"].get("poolId")
 
-    @property
-    def wall_clock_deadline(self) -> datetime | None:
+    def constraints_changed(self) -> None:
+        """Work out the wall clock deadline once, not on every tick."""
         text = self.spec["constraints"]["maxWallClockTime"]
-        if text == UNLIMITED_TEXT:
-            return None
-        return self.creation_time + parse_duration(text)
+        self.wall_clock_deadline = None if text == UNLIMITED_TEXT else self.creation_time + parse_duration(text)
 
     @property
     def is_schedulable(self) -> bool:
@@ -145,7 +147,28 @@ class Job(Entity):
     def accepts_tasks(self) -> bool:
         return self.state in (ACTIVE_JOB, DISABLING, DISABLED, ENABLING)
 
+    @property
+    def counts_against_quota(self) -> bool:
+        """Completed jobs are not limited (the quota documentation); deleting ones are on their way out."""
+        return self.state not in (COMPLETED_JOB, DELETING)
+
     # -- task bookkeeping ---------------------------------------------------------------------------
+    def add_task(self, task: Task) -> None:
+        self.tasks[task.key] = task
+        self.count_task(task, +1)
+        self._sorted = None
+
+    def remove_task(self, task: Task) -> None:
+        self.count_task(task, -1)
+        del self.tasks[task.key]
+        self.waiting.pop(task.key, None)
+        self._sorted = None
+
+    def sorted_tasks(self) -> list[Task]:
+        if self._sorted is None:
+            self._sorted = sorted(self.tasks.values(), key=lambda task: task.key)
+        return self._sorted
+
     def count_task(self, task: Task, sign: int) -> None:
         state = RUNNING if task.state == PREPARING else task.state
         self.counts[state] += sign
@@ -173,22 +196,20 @@ class Job(Entity):
         return self.counts[RUNNING]
 
     def active_ready_count(self) -> int:
-        return sum(1 for task in self.ready if task.state == ACTIVE)
+        """Active tasks whose dependencies are met ($ActiveTasks): every waiting task is an active one."""
+        return max(0, self.counts[ACTIVE] - len(self.waiting))
 
-    def to_wire(self, base_url: str) -> dict[str, Any]:
-        out: dict[str, Any] = {"id": self.id}
-        if "displayName" in self.spec:
-            out["displayName"] = self.spec["displayName"]
-        out.update(self._header(f"{base_url}/jobs/{self.id}"))
-        out.update(self._state_fields())
-        for name, value in self.spec.items():
-            if name not in ("id", "displayName"):
-                out[name] = v.without_secrets(value)
-        execution = dict(self.execution)
-        if self.pool_id:
-            execution["poolId"] = self.pool_id
-        out["executionInfo"] = execution
+    def to_wire(self, base_url: str, fields: Collection[str] | None = None) -> dict[str, Any]:
+        out = self._wire_start(f"{base_url}{self.path}", fields)
+        self._wire_spec(out, fields)
+        if fields is None or "executionInfo" in fields:
+            execution = dict(self.execution)
+            if self.pool_id:
+                execution["poolId"] = self.pool_id
+            out["executionInfo"] = execution
         return out
 
-    def mark_ended(self) -> None:
-        self.execution["endTime"] = iso(utcnow())
+    def complete(self) -> None:
+        """The job's end: its end time is when it became completed."""
+        self.set_state(COMPLETED_JOB)
+        self.execution["endTime"] = iso(self.state_time)

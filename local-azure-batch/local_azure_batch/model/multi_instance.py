@@ -16,11 +16,13 @@ import logging
 import time
 from typing import Any
 
-from local_azure_batch.model.base import ServiceBase
 from local_azure_batch.runner.environment import multi_instance_environment
 from local_azure_batch.runner.process import ProcessOutcome, RunHandle
 from local_azure_batch.runner.transfers import TransferError
 
+from .account import Account
+from .execution import Execution, internal_error
+from .job_side_tasks import JobSideTasks
 from .pools import ComputeNode
 from .task_instances import TaskInstance
 from .tasks import FAILURE_EXIT_CODE, RUNNING, Task, coordination_failure
@@ -28,19 +30,24 @@ from .tasks import FAILURE_EXIT_CODE, RUNNING, Task, coordination_failure
 log = logging.getLogger(__name__)
 
 
-class MultiInstanceExecution(ServiceBase):
-    def _launch_multi_instance(self, task: Task, nodes: list[ComputeNode]) -> None:
+class MultiInstanceExecution:
+    def __init__(self, account: Account, execution: Execution, side_tasks: JobSideTasks) -> None:
+        self.account = account
+        self.execution = execution
+        self.side_tasks = side_tasks
+
+    def launch(self, task: Task, nodes: list[ComputeNode]) -> None:
         primary = nodes[0]
         task.node = primary
         task.end_reason = None
-        task.record_node(primary, self.base_url)
+        task.record_node(primary, self.account.base_url)
         task.start_attempt()
-        task.instances = [TaskInstance(task, index, node, self.base_url) for index, node in enumerate(nodes)]
+        task.instances = [TaskInstance(task, index, node, self.account.base_url) for index, node in enumerate(nodes)]
         for instance in task.instances:
             instance.node.add_task(task, None if instance.is_primary else instance)
         task.job.change_task_state(task, RUNNING)
         task.handle = RunHandle()
-        self._spawn(self._execute_multi_instance(task, list(task.instances), task.handle))
+        self.account.spawn(self._execute_multi_instance(task, list(task.instances), task.handle))
 
     async def _execute_multi_instance(self, task: Task, instances: list[TaskInstance], handle: RunHandle) -> None:
         primary = instances[0]
@@ -52,16 +59,16 @@ class MultiInstanceExecution(ServiceBase):
             for instance in instances:
                 (instance.directory / "wd").mkdir(parents=True, exist_ok=True)
             prepared = await asyncio.gather(
-                *(self._prepare_node_for_job(task.job, instance.node) for instance in instances)
+                *(self.side_tasks.prepare_node(task.job, instance.node) for instance in instances)
             )
             if not all(prepared):
                 task.end_reason = "requeue"
             else:
-                failure = self._container_mismatch(task, primary.node) or await self._coordinate(
+                failure = self.execution.container_mismatch(task, primary.node) or await self._coordinate(
                     task, instances, deadline
                 )
                 if failure is None and task.end_reason is None and not handle.terminate_requested:
-                    spec = self._process_spec(
+                    spec = self.execution.process_spec(
                         task,
                         primary.node,
                         primary.directory,
@@ -70,14 +77,16 @@ class MultiInstanceExecution(ServiceBase):
                         extra=_environment(instances, primary),
                         append=True,
                     )
-                    outcome = await self.runner.run(spec, handle)
+                    outcome = await self.account.runner.run(spec, handle)
         except Exception as exc:
             log.exception("multi-instance task %s/%s could not run", task.job.id, task.id)
-            failure = {"category": "servererror", "code": "InternalError", "message": str(exc)}
+            failure = internal_error(exc)
         self._end_instances(task, instances)
-        self._finish(task, primary.node, outcome, failure, primary.directory)
+        self.execution.finish(task, primary.node, outcome, failure, primary.directory)
 
-    async def _coordinate(self, task: Task, instances: list[TaskInstance], deadline: float | None) -> dict | None:
+    async def _coordinate(
+        self, task: Task, instances: list[TaskInstance], deadline: float | None
+    ) -> dict[str, Any] | None:
         """The coordination command on every instance; the first failure ends the others."""
         failures: list[dict[str, Any]] = []
 
@@ -86,7 +95,7 @@ class MultiInstanceExecution(ServiceBase):
             if failure is not None and not failures:
                 failures.append(failure)
                 await asyncio.gather(
-                    *(self.runner.terminate(other.handle) for other in instances if other is not instance)
+                    *(self.account.runner.terminate(other.handle) for other in instances if other is not instance)
                 )
 
         await asyncio.gather(*(coordinate(instance) for instance in instances))
@@ -98,9 +107,11 @@ class MultiInstanceExecution(ServiceBase):
     ) -> dict[str, Any] | None:
         settings = task.spec["multiInstanceSettings"]
         try:
-            await self.transfers.download_resource_files(settings.get("commonResourceFiles") or [], instance.shared_dir)
+            await self.account.transfers.download_resource_files(
+                settings.get("commonResourceFiles") or [], instance.shared_dir
+            )
             if instance.is_primary:
-                await self.transfers.download_resource_files(
+                await self.account.transfers.download_resource_files(
                     task.spec.get("resourceFiles") or [], instance.directory / "wd"
                 )
         except TransferError as exc:
@@ -108,9 +119,9 @@ class MultiInstanceExecution(ServiceBase):
             return exc.failure_info
         except Exception as exc:
             log.exception("multi-instance task %s/%s: instance %d failed", task.job.id, task.id, instance.id)
-            instance.failure_info = {"category": "servererror", "code": "InternalError", "message": str(exc)}
+            instance.failure_info = internal_error(exc)
             return instance.failure_info
-        spec = self._process_spec(
+        spec = self.execution.process_spec(
             task,
             instance.node,
             instance.directory,
@@ -118,7 +129,7 @@ class MultiInstanceExecution(ServiceBase):
             wall_clock_seconds=_remaining(deadline),
             extra=_environment(instances, instance),
         )
-        instance.outcome = await self.runner.run(spec, instance.handle)
+        instance.outcome = await self.account.runner.run(spec, instance.handle)
         failure = instance.failure()
         if failure is not None and failure["code"] == FAILURE_EXIT_CODE["code"]:
             return coordination_failure(instance.id, instance.node.id, instance.exit_code)
@@ -127,11 +138,11 @@ class MultiInstanceExecution(ServiceBase):
     def _end_instances(self, task: Task, instances: list[TaskInstance]) -> None:
         """The subtasks end with the primary, and free their nodes; the primary's goes with the task."""
         for instance in instances:
-            self.runner.end_session(instance.handle)
+            self.account.runner.end_session(instance.handle)
             instance.complete()
             if not instance.is_primary:
                 instance.node.remove_task(task, succeeded=instance.succeeded)
-        self.kick()
+        self.account.kick()
 
 
 def _environment(instances: list[TaskInstance], instance: TaskInstance) -> dict[str, str]:

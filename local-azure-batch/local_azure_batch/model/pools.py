@@ -7,17 +7,20 @@ import copy
 import hashlib
 import uuid
 from collections import deque
+from collections.abc import Collection
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from local_azure_batch.rest.errors import invalid_property
+from local_azure_batch.formula import Sample
+from local_azure_batch.lang.times import parse_duration
 from local_azure_batch.runner.layout import NodeDirs
 
 from . import validation as v
-from .autoscale import Sample
 from .clock import iso, utcnow
 from .entity import Entity
+from .errors import invalid_property
+from .tasks import RecentRun
 
 if TYPE_CHECKING:
     from .task_instances import TaskInstance
@@ -34,6 +37,28 @@ CREATING, STARTING, WAITING_FOR_START_TASK, START_TASK_FAILED = (
     "starttaskfailed",
 )
 IDLE, RUNNING, LEAVING_POOL, UNUSABLE = "idle", "running", "leavingpool", "unusable"
+# Every node state, as node counts spell them (in their order), by the lower-case name a node has.
+NODE_STATES = {
+    name.lower(): name
+    for name in (
+        "creating",
+        "deallocated",
+        "deallocating",
+        "idle",
+        "leavingPool",
+        "offline",
+        "preempted",
+        "rebooting",
+        "reimaging",
+        "running",
+        "starting",
+        "startTaskFailed",
+        "unusable",
+        "unknown",
+        "upgradingOS",
+        "waitingForStartTask",
+    )
+}
 
 DEALLOCATION_OPTIONS = ("requeue", "terminate", "taskcompletion", "retaineddata")
 MIN_AUTOSCALE_INTERVAL = timedelta(minutes=5)
@@ -130,8 +155,6 @@ def normalize_pool(body: Any, path: str = "", *, require_id: bool = True) -> dic
 
 def check_autoscale_interval(spec: dict[str, Any], path: str = "") -> None:
     v.duration(spec, "autoScaleEvaluationInterval", "PT15M", f"{path}autoScaleEvaluationInterval")
-    from .durations import parse_duration
-
     interval = parse_duration(spec["autoScaleEvaluationInterval"])
     if not MIN_AUTOSCALE_INTERVAL <= interval <= MAX_AUTOSCALE_INTERVAL:
         raise invalid_property(
@@ -158,8 +181,8 @@ class ComputeNode:
         self.running_slots = 0
         self.total_run = 0
         self.total_succeeded = 0
-        # What recentTasks shows: a task, or the subtask of a multi-instance task this node ran.
-        self.recent: deque[Task | TaskInstance] = deque(maxlen=5)
+        # What recentTasks shows: an attempt of a task, or the subtask of a multi-instance task this node ran.
+        self.recent: deque[RecentRun | TaskInstance] = deque(maxlen=5)
         self.start_task_info: dict[str, Any] | None = None
         # Set when the pool shrinks and this node must go once its tasks are done.
         self.leaving = False
@@ -184,7 +207,7 @@ class ComputeNode:
         self.running[id(task)] = task
         self.running_slots += task.slots
         self.total_run += 1
-        self.recent.append(instance or task)
+        self.recent.append(instance or RecentRun(task))
         self.set_state(RUNNING)
 
     def remove_task(self, task: Task, succeeded: bool | None = None) -> None:
@@ -197,11 +220,28 @@ class ComputeNode:
         if not self.running and self.state == RUNNING:
             self.set_state(IDLE)
 
-    def to_wire(self, base_url: str) -> dict[str, Any]:
-        url = f"{base_url}/pools/{self.pool.id}/nodes/{self.id}"
+    @property
+    def path(self) -> str:
+        return f"{self.pool.path}/nodes/{self.id}"
+
+    def task_info(self, base_url: str, task_dir: Path) -> dict[str, Any]:
+        """The ``nodeInfo`` of a task (or subtask) that ran here, in ``task_dir``."""
+        node_url = f"{base_url}{self.path}"
+        root = self.dirs.relative(task_dir)
+        return {
+            "affinityId": self.affinity_id,
+            "nodeUrl": node_url,
+            "poolId": self.pool.id,
+            "nodeId": self.id,
+            "taskRootDirectory": root,
+            "taskRootDirectoryUrl": f"{node_url}/files/{root}",
+        }
+
+    def to_wire(self, base_url: str, fields: Collection[str] | None = None) -> dict[str, Any]:
+        """The whole node (a ``$select`` is applied to it afterwards)."""
         out: dict[str, Any] = {
             "id": self.id,
-            "url": url,
+            "url": f"{base_url}{self.path}",
             "state": self.state,
             "schedulingState": "enabled",
             "stateTransitionTime": iso(self.state_time),
@@ -238,9 +278,7 @@ class ComputeNode:
 
 class Pool(Entity):
     def __init__(self, spec: dict[str, Any], *, owner_job: str | None = None) -> None:
-        super().__init__(POOL_ACTIVE)
-        self.id: str = spec["id"]
-        self.spec = spec
+        super().__init__(POOL_ACTIVE, spec)
         self.owner_job = owner_job
         self.allocation_state = STEADY
         self.allocation_time = self.creation_time
@@ -254,8 +292,8 @@ class Pool(Entity):
         self.resize_started: datetime | None = None
 
     @property
-    def key(self) -> str:
-        return self.id.lower()
+    def path(self) -> str:
+        return f"/pools/{self.id}"
 
     @property
     def task_slots(self) -> int:
@@ -286,12 +324,9 @@ class Pool(Entity):
     def samples_of(self, variable: str) -> list[Sample]:
         return [Sample(at=at, value=values[variable]) for at, values in self.samples if variable in values]
 
-    def to_wire(self, base_url: str) -> dict[str, Any]:
-        out: dict[str, Any] = {"id": self.id}
-        if "displayName" in self.spec:
-            out["displayName"] = self.spec["displayName"]
-        out.update(self._header(f"{base_url}/pools/{self.id}"))
-        out.update(self._state_fields())
+    def to_wire(self, base_url: str, fields: Collection[str] | None = None) -> dict[str, Any]:
+        """The whole pool (a ``$select`` is applied to it afterwards)."""
+        out = self._wire_start(f"{base_url}{self.path}", None)
         out["allocationState"] = self.allocation_state
         out["allocationStateTransitionTime"] = iso(self.allocation_time)
         out["vmSize"] = self.spec["vmSize"]
@@ -308,8 +343,5 @@ class Pool(Entity):
             out["autoScaleEvaluationInterval"] = self.spec["autoScaleEvaluationInterval"]
             if self.auto_scale_run is not None:
                 out["autoScaleRun"] = dict(self.auto_scale_run)
-        skip = set(out) | {"id", "displayName"}
-        for name, value in self.spec.items():
-            if name not in skip:
-                out[name] = v.without_secrets(value)
+        self._wire_spec(out, None)
         return out

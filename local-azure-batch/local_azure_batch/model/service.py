@@ -1,140 +1,99 @@
-"""The Batch account: pools, nodes, jobs and tasks, their state machines and the scheduler.
+"""The Batch service model put together: the account, and the operations that work on it.
 
-Everything here runs on one asyncio loop. Request handlers call the public methods (which never
-block); processes, node boots and deletions run as background tasks that report back here.
+The REST layer calls ``service.pools``, ``service.jobs`` and ``service.tasks``; the scheduler and the
+ticker run in the background from :meth:`BatchService.start` to :meth:`BatchService.stop`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
-from local_azure_batch.model.execution import Execution
-from local_azure_batch.model.job_operations import JobOperations
-from local_azure_batch.model.multi_instance import MultiInstanceExecution
-from local_azure_batch.model.pool_operations import PoolOperations
-from local_azure_batch.model.task_operations import TaskOperations
-from local_azure_batch.runner.process import (
-    ProcessRunner,
-)
-from local_azure_batch.runner.transfers import BlobTransfers, TransferAgent
+from local_azure_batch.runner.process import ProcessRunner
+from local_azure_batch.runner.transfers import TransferAgent
 
+from .account import Account, ServiceSettings
+from .allocation import Allocation
+from .autoscaling import AutoScaling
 from .clock import utcnow
-from .jobs import (
-    ACTIVE_JOB,
-    DISABLED,
-    DISABLING,
-    ENABLING,
-    Job,
-)
-from .pools import (
-    POOL_DELETING,
-    Pool,
-)
+from .execution import Execution
+from .job_operations import JobOperations
+from .job_side_tasks import JobSideTasks
+from .jobs import ACTIVE_JOB, DISABLED, DISABLING, ENABLING
+from .multi_instance import MultiInstanceExecution
+from .pool_operations import PoolOperations
+from .pools import POOL_DELETING
+from .scheduler import Scheduler
+from .task_operations import TaskOperations
 
 log = logging.getLogger(__name__)
 
-
-@dataclass
-class ServiceSettings:
-    account_name: str
-    task_root: Path
-    account_url: str = ""
-    # How long a simulated node takes from allocation to idle (real nodes: minutes).
-    node_start_seconds: float = 1.0
-    # How long deleting pools/jobs stay visible in the deleting state before they are gone.
-    delete_seconds: float = 0.3
-    # Autoscale formulas run this often (the pool's own interval, min 5 minutes, is still validated
-    # and reported); None evaluates at the pool's interval like the real service.
-    autoscale_interval_seconds: float | None = 5.0
-    # The autoscale sample period ($PendingTasks etc.); the real service samples every 30 s.
-    sample_period_seconds: float = 1.0
-    tick_seconds: float = 0.2
-    # At most this many nodes (dedicated and low priority, all pools) in the account; None: no limit.
-    # Stands in for the account's core quotas, which a simulated node has no cores to count against.
-    node_quota: int | None = None
+# A job's wall clock runs out only in these states; terminating, completed or deleting jobs are past it.
+_WALL_CLOCK_STATES = (ACTIVE_JOB, DISABLED, DISABLING, ENABLING)
 
 
-class BatchService(PoolOperations, JobOperations, TaskOperations, MultiInstanceExecution, Execution):
+class BatchService:
     def __init__(
         self,
         settings: ServiceSettings,
         runner: ProcessRunner | None = None,
         transfers: TransferAgent | None = None,
     ) -> None:
-        self.settings = settings
-        self.runner = runner or ProcessRunner()
-        self.transfers = transfers or BlobTransfers()
-        self.pools: dict[str, Pool] = {}
-        self.jobs: dict[str, Job] = {}
-        self._wake = asyncio.Event()
-        self._background: set[asyncio.Task[Any]] = set()
+        self.account = Account(settings, runner, transfers)
+        self.allocation = Allocation(self.account)
+        self.autoscaling = AutoScaling(self.account, self.allocation)
+        self.pools = PoolOperations(self.account, self.allocation, self.autoscaling)
+        side_tasks = JobSideTasks(self.account)
+        self.jobs = JobOperations(self.account, self.pools, side_tasks)
+        self.tasks = TaskOperations(self.account, self.jobs)
+        execution = Execution(self.account, self.jobs, side_tasks)
+        self.scheduler = Scheduler(self.account, execution, MultiInstanceExecution(self.account, execution, side_tasks))
         self._loops: list[asyncio.Task[Any]] = []
         self._last_sample: datetime | None = None
-        self._closing = False
 
-    # -- life cycle -----------------------------------------------------------------------------------
     @property
-    def base_url(self) -> str:
-        return self.settings.account_url
+    def settings(self) -> ServiceSettings:
+        return self.account.settings
 
     async def start(self) -> None:
         self.settings.task_root.mkdir(parents=True, exist_ok=True)
-        self._loops = [asyncio.create_task(self._scheduler_loop()), asyncio.create_task(self._ticker_loop())]
+        self._loops = [asyncio.create_task(self.scheduler.run()), asyncio.create_task(self._ticker())]
 
     async def stop(self) -> None:
-        self._closing = True
         for loop_task in self._loops:
             loop_task.cancel()
-        await self.runner.shutdown()
-        for task in list(self._background):
-            task.cancel()
-        await asyncio.gather(*self._loops, *self._background, return_exceptions=True)
-
-    def _spawn(self, coro: Any) -> asyncio.Task[Any]:
-        task = asyncio.create_task(coro)
-        self._background.add(task)
-        task.add_done_callback(self._background_done)
-        return task
-
-    def _background_done(self, task: asyncio.Task[Any]) -> None:
-        self._background.discard(task)
-        if not task.cancelled() and task.exception() is not None and not self._closing:
-            log.error("background work failed", exc_info=task.exception())
-
-    def kick(self) -> None:
-        self._wake.set()
+        await self.account.close()
+        await asyncio.gather(*self._loops, return_exceptions=True)
 
     # -- time-driven work -----------------------------------------------------------------------------
-    async def _ticker_loop(self) -> None:
+    async def _ticker(self) -> None:
         while True:
             await asyncio.sleep(self.settings.tick_seconds)
             try:
-                self._tick()
+                self.tick()
             except Exception:
                 log.exception("ticker pass failed")
 
-    def _tick(self) -> None:
+    def tick(self) -> None:
+        """Job wall clocks, autoscale samples and evaluations, pools done resizing."""
         now = utcnow()
-        for job in list(self.jobs.values()):
+        for job in list(self.account.jobs.values()):
             deadline = job.wall_clock_deadline
-            if deadline is not None and now >= deadline and job.state in (ACTIVE_JOB, DISABLED, DISABLING, ENABLING):
-                self._begin_terminate(job, "MaxWallClockTimeExpiry")
+            if deadline is not None and now >= deadline and job.state in _WALL_CLOCK_STATES:
+                self.jobs.begin_terminate(job, "MaxWallClockTimeExpiry")
         sample_due = (
             self._last_sample is None
             or (now - self._last_sample).total_seconds() >= self.settings.sample_period_seconds
         )
         if sample_due:
             self._last_sample = now
-        for pool in list(self.pools.values()):
+        for pool in list(self.account.pools.values()):
             if pool.state == POOL_DELETING:
                 continue
             if sample_due:
-                pool.record_sample(self._pool_sample(pool))
+                self.autoscaling.sample(pool)
             if pool.spec.get("enableAutoScale") and pool.next_autoscale is not None and now >= pool.next_autoscale:
-                self._run_autoscale(pool)
-            self._check_allocation(pool)
+                self.autoscaling.run(pool)
+            self.allocation.check(pool)

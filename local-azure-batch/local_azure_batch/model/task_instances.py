@@ -38,16 +38,7 @@ class TaskInstance:
         self.outcome: ProcessOutcome | None = None
         # Set when this instance's own part failed before its command ran (a common resource file).
         self.failure_info: dict[str, Any] | None = None
-        node_url = f"{base_url}/pools/{node.pool.id}/nodes/{node.id}"
-        root = node.dirs.relative(self.directory)
-        self.node_info = {
-            "affinityId": node.affinity_id,
-            "nodeUrl": node_url,
-            "poolId": node.pool.id,
-            "nodeId": node.id,
-            "taskRootDirectory": root,
-            "taskRootDirectoryUrl": f"{node_url}/files/{root}",
-        }
+        self.node_info = node.task_info(base_url, self.directory)
 
     @property
     def is_primary(self) -> bool:

@@ -1,64 +1,38 @@
-"""Task operations: adding (one or a collection), dependencies, terminate, delete, reactivate, files."""
+"""Task operations: adding (one or a collection), get, list, update, terminate, delete, reactivate, files."""
 
 from __future__ import annotations
 
-import logging
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from local_azure_batch.model.base import ServiceBase
-from local_azure_batch.rest.errors import (
-    BatchServiceError,
-    already_exists,
-    conflict,
-    invalid_property,
-    not_found,
-)
-
 from . import validation as v
+from .account import Account
 from .clock import iso
-from .jobs import (
-    ACTIVE_JOB,
-    COMPLETED_JOB,
-    DISABLED,
-    DISABLING,
-    ENABLING,
-    Job,
-)
-from .tasks import (
-    ACTIVE,
-    COMPLETED,
-    RUNNING,
-    TASK_ENDED,
-    Task,
-    normalize_task,
-)
+from .dependencies import queue, release_waiting
+from .errors import BatchServiceError, already_exists, conflict, invalid_property, not_found
+from .job_operations import JobOperations
+from .jobs import ACTIVE_JOB, COMPLETED_JOB, DISABLED, DISABLING, ENABLING, Job
+from .tasks import ACTIVE, COMPLETED, RUNNING, TASK_ENDED, Task, normalize_task
 
-log = logging.getLogger(__name__)
-
+# Documented limits of an add task collection request: at most 100 tasks, and less than 1 MB.
 MAX_TASKS_PER_COLLECTION = 100
 MAX_COLLECTION_BYTES = 1024 * 1024
 
 
-@dataclass
-class TaskOperations(ServiceBase):
-    # -- tasks ----------------------------------------------------------------------------------------
+class TaskOperations:
+    def __init__(self, account: Account, jobs: JobOperations) -> None:
+        self.account = account
+        self.jobs = jobs
+
     def add_task(self, job_id: str, body: Any) -> Task:
         job = self._job_for_new_tasks(job_id)
         spec = normalize_task(body, job)
         if spec["id"].lower() in job.tasks:
             raise already_exists("Task")
-        return self._register_task(job, spec)
+        return self._register(job, spec)
 
-    def add_task_collection(self, job_id: str, body: Any, body_size: int) -> list[dict[str, Any]]:
-        if body_size > MAX_COLLECTION_BYTES:
-            raise BatchServiceError(
-                413,
-                "RequestBodyTooLarge",
-                "The request body is too large and exceeds the maximum permissible limit.",
-            )
+    def add_task_collection(self, job_id: str, body: Any) -> list[dict[str, Any]]:
         job = self._job_for_new_tasks(job_id)
         values = body.get("value") if isinstance(body, dict) else None
         if not isinstance(values, list) or not values:
@@ -74,7 +48,7 @@ class TaskOperations(ServiceBase):
                 spec = normalize_task(item, job)
                 if spec["id"].lower() in job.tasks:
                     raise already_exists("Task")
-                task = self._register_task(job, spec)
+                task = self._register(job, spec)
             except BatchServiceError as exc:
                 result: dict[str, Any] = {
                     "status": "servererror" if exc.status >= 500 else "clienterror",
@@ -91,64 +65,35 @@ class TaskOperations(ServiceBase):
                         "taskId": task.id,
                         "eTag": task.etag,
                         "lastModified": iso(task.last_modified),
-                        "location": f"{self.base_url}/jobs/{job.id}/tasks/{task.id}",
+                        "location": f"{self.account.base_url}/jobs/{job.id}/tasks/{task.id}",
                     }
                 )
         return results
 
     def _job_for_new_tasks(self, job_id: str) -> Job:
-        job = self.get_job(job_id)
+        job = self.account.job(job_id)
         if job.state == COMPLETED_JOB:
             raise conflict("JobCompleted", "The specified job is already in a completed state.")
         if not job.accepts_tasks:
             raise conflict("JobNotActive", f"The specified job is in the {job.state} state and does not accept tasks.")
         return job
 
-    def _register_task(self, job: Job, spec: dict[str, Any]) -> Task:
+    def _register(self, job: Job, spec: dict[str, Any]) -> Task:
         task = Task(spec, job)
-        job.tasks[task.key] = task
-        job.count_task(task, +1)
-        if self._dependencies_met(job, task):
-            job.ready.append(task)
-        else:
-            job.waiting[task.key] = task
+        job.add_task(task)
+        queue(job, task)
         # A task added to a job that asked to end when all tasks complete keeps it open.
-        self.kick()
+        self.account.kick()
         return task
-
-    def _dependencies_met(self, job: Job, task: Task) -> bool:
-        ids, ranges = task.dependency_ids()
-        for dep in ids:
-            other = job.tasks.get(str(dep).lower())
-            if other is None or not other.dependency_satisfied():
-                return False
-        for start, end in ranges:
-            for number in range(start, end + 1):
-                # Like explicit ids, a range waits for tasks that have not been added yet.
-                other = job.tasks.get(str(number))
-                if other is None or not other.dependency_satisfied():
-                    return False
-        return True
-
-    def _release_waiting(self, job: Job) -> None:
-        for key, task in list(job.waiting.items()):
-            if task.state != ACTIVE:
-                del job.waiting[key]
-            elif self._dependencies_met(job, task):
-                del job.waiting[key]
-                job.ready.append(task)
 
     def get_task(self, job_id: str, task_id: str) -> Task:
-        task = self.get_job(job_id).tasks.get(task_id.lower())
-        if task is None:
-            raise not_found("Task")
-        return task
+        return self.account.task(job_id, task_id)
 
     def list_tasks(self, job_id: str) -> list[Task]:
-        return sorted(self.get_job(job_id).tasks.values(), key=lambda task: task.key)
+        return self.account.job(job_id).sorted_tasks()
 
     def update_task(self, job_id: str, task_id: str, body: Any) -> Task:
-        task = self.get_task(job_id, task_id)
+        task = self.account.task(job_id, task_id)
         if task.state == COMPLETED:
             raise conflict("TaskCompleted", "The specified task is already completed.")
         constraints = body.get("constraints") if isinstance(body, dict) else None
@@ -164,65 +109,61 @@ class TaskOperations(ServiceBase):
         task.touch()
         return task
 
-    def terminate_task(self, job_id: str, task_id: str) -> None:
-        task = self.get_task(job_id, task_id)
+    def terminate_task(self, job_id: str, task_id: str) -> Task:
+        task = self.account.task(job_id, task_id)
         if task.state == COMPLETED:
-            return
+            return task
         task.touch()
         if task.state == RUNNING:
             task.end_reason = "terminate"
             self._end_processes(task)
-            return
+            return task
         # Never started (or waiting for a retry): it completes without running again.
         task.finish_attempt(None, TASK_ENDED)
-        self._complete(task)
+        self.jobs.task_completed(task)
+        return task
 
     def delete_task(self, job_id: str, task_id: str) -> None:
-        job = self.get_job(job_id)
-        task = self.get_task(job_id, task_id)
+        job = self.account.job(job_id)
+        task = self.account.task(job_id, task_id)
         if task.state == RUNNING:
             task.end_reason = "deleted"
             self._end_processes(task)
-        job.count_task(task, -1)
-        del job.tasks[task.key]
-        job.waiting.pop(task.key, None)
+        job.remove_task(task)
         # A multi-instance task's subtask directories go too, as on the service.
         nodes = {instance.node for instance in task.instances} | ({task.node} if task.node is not None else set())
         for node in nodes:
             shutil.rmtree(node.dirs.task_dir(job.id, task.id), ignore_errors=True)
-        self._release_waiting(job)
-        self._check_all_complete(job)
+        release_waiting(job)
+        self.jobs.check_all_complete(job)
 
     def _end_processes(self, task: Task) -> None:
         for handle in task.run_handles():
-            self._spawn(self.runner.terminate(handle))
+            self.account.spawn(self.account.runner.terminate(handle))
 
-    def reactivate_task(self, job_id: str, task_id: str) -> None:
-        job = self.get_job(job_id)
-        task = self.get_task(job_id, task_id)
+    def reactivate_task(self, job_id: str, task_id: str) -> Task:
+        job = self.account.job(job_id)
+        task = self.account.task(job_id, task_id)
         if job.state not in (ACTIVE_JOB, DISABLED, DISABLING, ENABLING):
             raise conflict("JobNotActive", f"The specified job is in the {job.state} state.")
         if task.state != COMPLETED or task.execution.get("result") != "failure":
             raise conflict("TaskNotFailed", "Only a task that completed with a failure can be reactivated.")
-        job.count_task(task, -1)
-        task.set_state(ACTIVE)
-        task.execution = {"retryCount": 0, "requeueCount": task.execution.get("requeueCount", 0)}
-        job.count_task(task, +1)
+        job.change_task_state(task, ACTIVE)
+        task.reactivate()
         task.touch()
         job.ready.append(task)
-        self.kick()
+        self.account.kick()
+        return task
 
     # -- files ----------------------------------------------------------------------------------------
     def task_directory(self, job_id: str, task_id: str) -> Path:
-        task = self.get_task(job_id, task_id)
+        task = self.account.task(job_id, task_id)
         node = task.node
-        if node is None or node.pool.nodes.get(node.id) is not node:
-            raise not_found("File")
-        path = node.dirs.task_dir(task.job.id, task.id)
-        if not path.is_dir():
+        path = task.directory
+        # The files go with the node (it left the pool) or with the task (deleted by hand, or its job).
+        if node is None or path is None or node.pool.nodes.get(node.id) is not node or not path.is_dir():
             raise not_found("File")
         return path
 
     def node_directory(self, pool_id: str, node_id: str) -> Path:
-        node = self.get_node(pool_id, node_id)
-        return node.dirs.root
+        return self.account.node(pool_id, node_id).dirs.root

@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from local_azure_batch.rest.errors import (
+from local_azure_batch.lang.times import UNLIMITED_TEXT, parse_duration
+
+from . import validation as v
+from .clock import iso, utcnow
+from .entity import Entity
+from .errors import (
     BatchServiceError,
     invalid_property,
     missing_property,
 )
-
-from . import validation as v
-from .clock import iso, utcnow
-from .durations import UNLIMITED_TEXT, parse_duration
-from .entity import Entity
 
 if TYPE_CHECKING:
     from local_azure_batch.runner.process import RunHandle
@@ -165,23 +166,26 @@ def _check_exit_conditions(conditions: Any, job: Job, path: str) -> None:
 
 class Task(Entity):
     def __init__(self, spec: dict[str, Any], job: Job) -> None:
-        super().__init__(ACTIVE)
-        self.id: str = spec["id"]
-        self.spec = spec
+        super().__init__(ACTIVE, spec)
         self.job = job
         self.execution: dict[str, Any] = {"retryCount": 0, "requeueCount": 0}
         self.node_info: dict[str, Any] | None = None
         self.node: ComputeNode | None = None
+        # The task directory on that node (for a multi-instance task, the primary's).
+        self.directory: Path | None = None
         self.handle: RunHandle | None = None
         self.slots: int = spec["requiredSlots"]
         # Set while a terminate/delete is killing the process, so its end is reported as such.
         self.end_reason: str | None = None
         # A multi-instance task's instances in its latest attempt: the primary first, then the subtasks.
         self.instances: list[TaskInstance] = []
+        # Attempts are numbered from 1; the executionInfo of earlier ones stays for the nodes that ran them.
+        self.attempt = 0
+        self.past_attempts: dict[int, dict[str, Any]] = {}
 
     @property
-    def key(self) -> str:
-        return self.id.lower()
+    def path(self) -> str:
+        return f"/jobs/{self.job.id}/tasks/{self.id}"
 
     @property
     def is_multi_instance(self) -> bool:
@@ -260,47 +264,40 @@ class Task(Entity):
             return False
         return self.exit_options()["dependencyAction"] == "satisfy"
 
-    def to_wire(self, base_url: str) -> dict[str, Any]:
-        url = f"{base_url}/jobs/{self.job.id}/tasks/{self.id}"
-        out: dict[str, Any] = {"id": self.id}
-        if "displayName" in self.spec:
-            out["displayName"] = self.spec["displayName"]
-        out.update(self._header(url))
-        out.update(self._state_fields())
-        for name, value in self.spec.items():
-            if name not in ("id", "displayName"):
-                out[name] = v.without_secrets(value)
-        out["executionInfo"] = dict(self.execution)
-        if self.node_info is not None:
+    def to_wire(self, base_url: str, fields: Collection[str] | None = None) -> dict[str, Any]:
+        out = self._wire_start(f"{base_url}{self.path}", fields)
+        self._wire_spec(out, fields)
+        if fields is None or "executionInfo" in fields:
+            out["executionInfo"] = dict(self.execution)
+        if self.node_info is not None and (fields is None or "nodeInfo" in fields):
             out["nodeInfo"] = dict(self.node_info)
         return out
 
-    def recent_info(self, base_url: str) -> dict[str, Any]:
+    def recent_info(self, base_url: str, execution: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The task as a node's ``recentTasks`` lists it; a multi-instance primary is subtask 0."""
         out: dict[str, Any] = {
-            "taskUrl": f"{base_url}/jobs/{self.job.id}/tasks/{self.id}",
+            "taskUrl": f"{base_url}{self.path}",
             "jobId": self.job.id,
             "taskId": self.id,
             "taskState": self.state,
-            "executionInfo": dict(self.execution),
+            "executionInfo": dict(self.execution if execution is None else execution),
         }
         if self.is_multi_instance:
             out["subtaskId"] = 0
         return out
 
     def record_node(self, node: ComputeNode, base_url: str) -> None:
-        node_url = f"{base_url}/pools/{node.pool.id}/nodes/{node.id}"
-        task_dir = node.dirs.relative(node.dirs.task_dir(self.job.id, self.id))
-        self.node_info = {
-            "affinityId": node.affinity_id,
-            "nodeUrl": node_url,
-            "poolId": node.pool.id,
-            "nodeId": node.id,
-            "taskRootDirectory": task_dir,
-            "taskRootDirectoryUrl": f"{node_url}/files/{task_dir}",
-        }
+        self.directory = node.dirs.task_dir(self.job.id, self.id)
+        self.node_info = node.task_info(base_url, self.directory)
+
+    def _keep_attempt(self, **changes: Any) -> None:
+        """Keep the executionInfo of the attempt that is over, before it is reset."""
+        if self.attempt and self.attempt not in self.past_attempts:
+            self.past_attempts[self.attempt] = {**self.execution, **changes}
 
     def start_attempt(self) -> None:
+        self._keep_attempt()
+        self.attempt += 1
         now = iso(utcnow())
         self.execution.pop("endTime", None)
         self.execution.pop("exitCode", None)
@@ -319,3 +316,44 @@ class Task(Entity):
         else:
             self.execution["result"] = "failure"
             self.execution["failureInfo"] = dict(failure or FAILURE_EXIT_CODE)
+
+    def await_retry(self) -> None:
+        """Back to active for another attempt after a failure."""
+        self._keep_attempt()
+        self.execution["retryCount"] += 1
+        self._clear_attempt()
+
+    def requeue(self) -> None:
+        """Back to active, as when its node left: the attempt did not count as a retry."""
+        now = iso(utcnow())
+        self._keep_attempt(endTime=now)
+        self.execution["requeueCount"] = self.execution.get("requeueCount", 0) + 1
+        self.execution["lastRequeueTime"] = now
+        self._clear_attempt()
+
+    def _clear_attempt(self) -> None:
+        # Only a running or completed task has a start time; end time, exit code, result and failure only a
+        # completed one (the service's TaskExecutionInformation).
+        for name in ("startTime", "endTime", "exitCode", "result", "failureInfo"):
+            self.execution.pop(name, None)
+
+    def reactivate(self) -> None:
+        self._keep_attempt()
+        self.execution = {"retryCount": 0, "requeueCount": self.execution.get("requeueCount", 0)}
+
+    def attempt_execution(self, attempt: int) -> dict[str, Any]:
+        """The executionInfo of one attempt: the current one as it stands, an earlier one as it ended."""
+        return self.past_attempts.get(attempt, self.execution) if attempt != self.attempt else self.execution
+
+
+class RecentRun:
+    """A node's ``recentTasks`` entry for one attempt of a task it ran."""
+
+    __slots__ = ("attempt", "task")
+
+    def __init__(self, task: Task) -> None:
+        self.task = task
+        self.attempt = task.attempt
+
+    def recent_info(self, base_url: str) -> dict[str, Any]:
+        return self.task.recent_info(base_url, self.task.attempt_execution(self.attempt))

@@ -6,9 +6,9 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from local_azure_batch.rest.errors import invalid_property, missing_property
+from local_azure_batch.lang.times import DurationError, format_duration, parse_duration
 
-from .durations import DurationError, format_duration, parse_duration
+from .errors import invalid_property, missing_property
 
 _ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 ID_REASON = (

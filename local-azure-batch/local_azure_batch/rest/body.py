@@ -7,7 +7,11 @@ from typing import Any
 
 from aiohttp import web
 
-from .errors import invalid_body
+from local_azure_batch.model.errors import invalid_body
+
+# "The total serialized size of this collection must be less than 1MB" (add task collection, the one
+# documented limit); applied to every request body, which is then answered 413 RequestBodyTooLarge.
+MAX_BODY_BYTES = 1024 * 1024
 
 
 async def read_json(request: web.Request, *, optional: bool = False) -> Any:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -13,38 +15,49 @@ from urllib.parse import quote
 from aiohttp import web
 
 from local_azure_batch.model.clock import iso, rfc1123
+from local_azure_batch.model.errors import BatchServiceError, conflict, not_found
 from local_azure_batch.model.service import BatchService
 from local_azure_batch.runner.process import creation_time
 
 from . import wire
-from .errors import BatchServiceError, conflict, not_found
+from .routing import NODE, TASK, RouteTable
 
 _RANGE = re.compile(r"^bytes=(\d+)-(\d*)$")
 CHUNK = 256 * 1024
 
 
-def _task_base(service: BatchService, params: dict[str, str]) -> tuple[Path, str]:
-    path = service.task_directory(params["jobId"], params["taskId"])
-    return path, f"/jobs/{params['jobId']}/tasks/{params['taskId']}/files"
+def _resolve(base: Path, relative: str) -> tuple[Path, os.stat_result]:
+    """The file or directory ``relative`` names under ``base``, and its stat; never anything outside ``base``.
+
+    Walks the few components below ``base`` with lstat; only a ``..`` or a symbolic link (a task may make
+    one) needs the full resolution of the path to check where it leads.
+    """
+    parts = [part for part in relative.replace("\\", "/").split("/") if part not in ("", ".")]
+    path = str(base)
+    try:
+        if ".." in parts:
+            return _resolve_links(base, path, parts)
+        st = os.stat(path) if not parts else None
+        for part in parts:
+            path = os.path.join(path, part)
+            st = os.lstat(path)
+            if stat.S_ISLNK(st.st_mode):
+                return _resolve_links(base, str(base), parts)
+    except (FileNotFoundError, NotADirectoryError):
+        raise not_found("File") from None
+    assert st is not None
+    return Path(path), st
 
 
-def _node_base(service: BatchService, params: dict[str, str]) -> tuple[Path, str]:
-    path = service.node_directory(params["poolId"], params["nodeId"])
-    return path, f"/pools/{params['poolId']}/nodes/{params['nodeId']}/files"
-
-
-def _resolve(base: Path, relative: str) -> Path:
-    relative = relative.replace("\\", "/").strip("/")
-    target = (base / relative).resolve() if relative else base.resolve()
-    if target != base.resolve() and base.resolve() not in target.parents:
+def _resolve_links(base: Path, base_text: str, parts: list[str]) -> tuple[Path, os.stat_result]:
+    root = os.path.realpath(base_text)
+    target = os.path.realpath(os.path.join(root, *parts))
+    if target != root and not target.startswith(root + os.sep):
         raise not_found("File")
-    if not target.exists():
-        raise not_found("File")
-    return target
+    return Path(target), os.stat(target)
 
 
-def _properties(path: Path) -> dict[str, Any]:
-    st = path.stat()
+def _properties(path: str, st: os.stat_result) -> dict[str, Any]:
     return {
         "creationTime": iso(datetime.fromtimestamp(creation_time(path, st), timezone.utc)),
         "lastModified": iso(datetime.fromtimestamp(st.st_mtime, timezone.utc)),
@@ -54,43 +67,43 @@ def _properties(path: Path) -> dict[str, Any]:
     }
 
 
-def _content_type(path: Path) -> str:
-    return "text/plain" if path.suffix in (".txt", ".log") else "application/octet-stream"
+def _content_type(path: str | Path) -> str:
+    return "text/plain" if str(path).endswith((".txt", ".log")) else "application/octet-stream"
 
 
 def _listing(base: Path, prefix_url: str, recursive: bool) -> list[dict[str, Any]]:
+    if not recursive:
+        with os.scandir(base) as entries:
+            return [_entry(entry.name, entry, prefix_url) for entry in sorted(entries, key=lambda entry: entry.name)]
     out: list[dict[str, Any]] = []
-    if recursive:
-        for root, dirs, files in os.walk(base):
-            dirs.sort()
-            for name in sorted(dirs) + sorted(files):
-                full = Path(root) / name
-                out.append(_entry(base, full, prefix_url))
-    else:
-        for full in sorted(base.iterdir()):
-            out.append(_entry(base, full, prefix_url))
+    for root, dirs, files in os.walk(base):
+        dirs.sort()
+        for name in sorted(dirs) + sorted(files):
+            full = os.path.join(root, name)
+            out.append(_entry(os.path.relpath(full, base).replace(os.sep, "/"), full, prefix_url))
     return out
 
 
-def _entry(base: Path, full: Path, prefix_url: str) -> dict[str, Any]:
-    name = full.relative_to(base).as_posix()
-    entry: dict[str, Any] = {"name": name, "url": f"{prefix_url}/{name}", "isDirectory": full.is_dir()}
-    if not full.is_dir():
-        try:
-            entry["properties"] = _properties(full)
-        except FileNotFoundError:  # deleted between listing and stat
-            entry["properties"] = {"contentLength": "0"}
+def _entry(name: str, full: os.DirEntry[str] | str, prefix_url: str) -> dict[str, Any]:
+    path = full.path if isinstance(full, os.DirEntry) else full
+    try:
+        st = full.stat() if isinstance(full, os.DirEntry) else os.stat(full)
+    except FileNotFoundError:  # deleted between listing and stat
+        return {"name": name, "url": f"{prefix_url}/{name}", "isDirectory": False, "properties": {"contentLength": "0"}}
+    entry: dict[str, Any] = {"name": name, "url": f"{prefix_url}/{name}", "isDirectory": stat.S_ISDIR(st.st_mode)}
+    if not entry["isDirectory"]:
+        entry["properties"] = _properties(path, st)
     return entry
 
 
-def _file_headers(request: web.Request, path: Path, url_path: str) -> dict[str, str]:
-    st = path.stat()
+def _file_headers(request: web.Request, path: Path, st: os.stat_result, url_path: str) -> dict[str, str]:
     url = f"{wire.base_url(request)}{url_path}"
+    is_dir = stat.S_ISDIR(st.st_mode)
     headers = {
-        "Content-Type": _content_type(path) if path.is_file() else "application/octet-stream",
+        "Content-Type": "application/octet-stream" if is_dir else _content_type(path),
         "Last-Modified": rfc1123(datetime.fromtimestamp(st.st_mtime, timezone.utc)),
-        "ocp-creation-time": rfc1123(datetime.fromtimestamp(creation_time(path, st), timezone.utc)),
-        "ocp-batch-file-isdirectory": "True" if path.is_dir() else "False",
+        "ocp-creation-time": rfc1123(datetime.fromtimestamp(creation_time(str(path), st), timezone.utc)),
+        "ocp-batch-file-isdirectory": "True" if is_dir else "False",
         "ocp-batch-file-url": quote(url, safe=""),
         "ocp-batch-file-mode": format(st.st_mode, "o"),
     }
@@ -100,24 +113,23 @@ def _file_headers(request: web.Request, path: Path, url_path: str) -> dict[str, 
 async def _list(request: web.Request, base: Path, prefix: str) -> web.Response:
     recursive = request.query.get("recursive", "false").lower() == "true"
     items = _listing(base, f"{wire.base_url(request)}{prefix}", recursive)
-    return wire.list_response(request, items, lambda item: item, "files")
+    return wire.list_response(request, items, wire.plain, "files")
 
 
 async def _head(request: web.Request, base: Path, prefix: str, relative: str) -> web.StreamResponse:
-    path = _resolve(base, relative)
-    headers = _file_headers(request, path, f"{prefix}/{relative}")
-    size = path.stat().st_size if path.is_file() else 0
-    return await wire.headers_only(request, 200, headers, size)
+    path, st = _resolve(base, relative)
+    headers = _file_headers(request, path, st, f"{prefix}/{relative}")
+    return await wire.headers_only(request, 200, headers, st.st_size if stat.S_ISREG(st.st_mode) else 0)
 
 
 async def _get(request: web.Request, base: Path, prefix: str, relative: str) -> web.StreamResponse:
-    path = _resolve(base, relative)
-    if path.is_dir():
+    path, st = _resolve(base, relative)
+    if stat.S_ISDIR(st.st_mode):
         raise conflict(
             "FileIsDirectory",
             "The specified path is a directory; list it with the files API instead of downloading it.",
         )
-    size = path.stat().st_size
+    size = st.st_size
     start, length = 0, size
     range_header = request.headers.get("ocp-range")
     if range_header:
@@ -134,11 +146,15 @@ async def _get(request: web.Request, base: Path, prefix: str, relative: str) -> 
                 [("RequestedRange", range_header), ("FileSize", str(size))],
             )
         length = min(end, size - 1) - start + 1
-    response = web.StreamResponse(status=200, headers=_file_headers(request, path, f"{prefix}/{relative}"))
-    response.content_length = length
-    await response.prepare(request)
+    headers = _file_headers(request, path, st, f"{prefix}/{relative}")
     with open(path, "rb") as handle:
         handle.seek(start)
+        if length <= CHUNK:
+            # A log tail's read: one answer, not a stream. A file that shrank under us is answered short.
+            return web.Response(status=200, body=handle.read(length), headers=headers)
+        response = web.StreamResponse(status=200, headers=headers)
+        response.content_length = length
+        await response.prepare(request)
         remaining = length
         while remaining > 0:
             chunk = handle.read(min(CHUNK, remaining))
@@ -151,8 +167,8 @@ async def _get(request: web.Request, base: Path, prefix: str, relative: str) -> 
 
 
 async def _delete(request: web.Request, base: Path, relative: str) -> web.Response:
-    path = _resolve(base, relative)
-    if path.is_dir():
+    path, st = _resolve(base, relative)
+    if stat.S_ISDIR(st.st_mode):
         if request.query.get("recursive", "false").lower() != "true" and any(path.iterdir()):
             raise conflict(
                 "DirectoryNotEmpty",
@@ -164,39 +180,35 @@ async def _delete(request: web.Request, base: Path, relative: str) -> web.Respon
     return wire.empty(request, 200)
 
 
-async def list_task_files(request: web.Request, service: BatchService, params: dict[str, str]) -> web.Response:
-    return await _list(request, *_task_base(service, params))
+def _file_routes(group: str, owner: str, prefix: str, locate: Callable[[BatchService, dict[str, str]], Path]) -> None:
+    """The four file operations of a task or a node (``Tasks_ListTaskFiles``, ``Nodes_GetNodeFile``, ...)."""
+
+    def base(service: BatchService, params: dict[str, str]) -> tuple[Path, str]:
+        return locate(service, params), prefix.format(**params) + "/files"
+
+    async def list_files(request: web.Request, service: BatchService, params: dict[str, str]) -> web.Response:
+        return await _list(request, *base(service, params))
+
+    async def properties(request: web.Request, service: BatchService, params: dict[str, str]) -> web.StreamResponse:
+        return await _head(request, *base(service, params), params["filePath"])
+
+    async def download(request: web.Request, service: BatchService, params: dict[str, str]) -> web.StreamResponse:
+        return await _get(request, *base(service, params), params["filePath"])
+
+    async def delete(request: web.Request, service: BatchService, params: dict[str, str]) -> web.Response:
+        return await _delete(request, base(service, params)[0], params["filePath"])
+
+    file_path = prefix + "/files/{filePath*}"
+    routes.add_handler("GET", prefix + "/files", f"{group}_List{owner}Files", list_files)
+    routes.add_handler("GET", file_path, f"{group}_Get{owner}File", download)
+    routes.add_handler("HEAD", file_path, f"{group}_Get{owner}FileProperties", properties)
+    routes.add_handler("DELETE", file_path, f"{group}_Delete{owner}File", delete)
 
 
-async def task_file_properties(
-    request: web.Request, service: BatchService, params: dict[str, str]
-) -> web.StreamResponse:
-    return await _head(request, *_task_base(service, params), params["filePath"])
-
-
-async def get_task_file(request: web.Request, service: BatchService, params: dict[str, str]) -> web.StreamResponse:
-    return await _get(request, *_task_base(service, params), params["filePath"])
-
-
-async def delete_task_file(request: web.Request, service: BatchService, params: dict[str, str]) -> web.Response:
-    base, _ = _task_base(service, params)
-    return await _delete(request, base, params["filePath"])
-
-
-async def list_node_files(request: web.Request, service: BatchService, params: dict[str, str]) -> web.Response:
-    return await _list(request, *_node_base(service, params))
-
-
-async def node_file_properties(
-    request: web.Request, service: BatchService, params: dict[str, str]
-) -> web.StreamResponse:
-    return await _head(request, *_node_base(service, params), params["filePath"])
-
-
-async def get_node_file(request: web.Request, service: BatchService, params: dict[str, str]) -> web.StreamResponse:
-    return await _get(request, *_node_base(service, params), params["filePath"])
-
-
-async def delete_node_file(request: web.Request, service: BatchService, params: dict[str, str]) -> web.Response:
-    base, _ = _node_base(service, params)
-    return await _delete(request, base, params["filePath"])
+routes = RouteTable()
+_file_routes(
+    "Tasks", "Task", TASK, lambda service, params: service.tasks.task_directory(params["jobId"], params["taskId"])
+)
+_file_routes(
+    "Nodes", "Node", NODE, lambda service, params: service.tasks.node_directory(params["poolId"], params["nodeId"])
+)

@@ -1,4 +1,4 @@
-"""Job operations."""
+"""Job operations (create, list and get: create_list_get.py)."""
 
 from __future__ import annotations
 
@@ -8,68 +8,49 @@ from local_azure_batch.model.service import BatchService
 
 from . import wire
 from .body import read_json
+from .routing import JOB, RouteTable
+
+routes = RouteTable()
 
 
-async def create_job(request: web.Request, service: BatchService, params: dict[str, str]) -> web.Response:
-    job = service.create_job(await read_json(request))
-    return wire.created(request, f"{wire.base_url(request)}/jobs/{job.id}", job)
-
-
-async def list_jobs(request: web.Request, service: BatchService, params: dict[str, str]) -> web.Response:
-    base = wire.base_url(request)
-    return wire.list_response(request, service.list_jobs(), lambda job: job.to_wire(base), "jobs")
-
-
-async def get_job(request: web.Request, service: BatchService, params: dict[str, str]) -> web.Response:
-    job = service.get_job(params["jobId"])
-    body = wire.select(job.to_wire(wire.base_url(request)), wire.parse_select(request))
-    return wire.json_response(request, body, "jobs/@Element", headers=wire.entity_headers(job))
-
-
+@routes.add("PATCH", JOB, "Jobs_UpdateJob")
+@routes.add("PUT", JOB, "Jobs_ReplaceJob")
 async def update_job(request: web.Request, service: BatchService, params: dict[str, str]) -> web.Response:
-    job = service.update_job(params["jobId"], await read_json(request), replace=False)
-    return _changed(request, job, 200)
+    replace = request.method == "PUT"
+    return wire.changed(request, service.jobs.update_job(params["jobId"], await read_json(request), replace), 200)
 
 
-async def replace_job(request: web.Request, service: BatchService, params: dict[str, str]) -> web.Response:
-    job = service.update_job(params["jobId"], await read_json(request), replace=True)
-    return _changed(request, job, 200)
-
-
+@routes.add("DELETE", JOB, "Jobs_DeleteJob")
 async def delete_job(request: web.Request, service: BatchService, params: dict[str, str]) -> web.Response:
-    service.delete_job(params["jobId"])
+    service.jobs.delete_job(params["jobId"])
     return wire.empty(request, 202)
 
 
+@routes.add("POST", JOB + "/terminate", "Jobs_TerminateJob")
 async def terminate_job(request: web.Request, service: BatchService, params: dict[str, str]) -> web.Response:
     body = await read_json(request, optional=True)
     reason = body.get("terminateReason") if isinstance(body, dict) else None
-    job = service.terminate_job(params["jobId"], reason)
-    return _changed(request, job, 202)
+    return wire.changed(request, service.jobs.terminate_job(params["jobId"], reason), 202)
 
 
+@routes.add("POST", JOB + "/disable", "Jobs_DisableJob")
 async def disable_job(request: web.Request, service: BatchService, params: dict[str, str]) -> web.Response:
-    job = service.disable_job(params["jobId"], await read_json(request))
-    return _changed(request, job, 202)
+    return wire.changed(request, service.jobs.disable_job(params["jobId"], await read_json(request)), 202)
 
 
+@routes.add("POST", JOB + "/enable", "Jobs_EnableJob")
 async def enable_job(request: web.Request, service: BatchService, params: dict[str, str]) -> web.Response:
-    job = service.enable_job(params["jobId"])
-    return _changed(request, job, 202)
+    return wire.changed(request, service.jobs.enable_job(params["jobId"]), 202)
 
 
+@routes.add("GET", JOB + "/taskcounts", "Jobs_GetJobTaskCounts")
 async def task_counts(request: web.Request, service: BatchService, params: dict[str, str]) -> web.Response:
-    counts = service.get_job(params["jobId"]).task_counts()
-    return wire.json_response(request, counts, "taskcountsresult/@Element")
+    return wire.json_response(request, service.jobs.get_job(params["jobId"]).task_counts(), "taskcountsresult/@Element")
 
 
+@routes.add("GET", JOB + "/jobpreparationandreleasetaskstatus", "Jobs_ListJobPreparationAndReleaseTaskStatus")
 async def preparation_and_release_status(
     request: web.Request, service: BatchService, params: dict[str, str]
 ) -> web.Response:
-    items = service.preparation_and_release_status(params["jobId"])
-    return wire.list_response(request, items, lambda item: item, "jobpreparationandreleasetaskstatuslist")
-
-
-def _changed(request: web.Request, job, status: int) -> web.Response:
-    headers = {"DataServiceId": f"{wire.base_url(request)}{request.path}", **wire.entity_headers(job)}
-    return wire.empty(request, status, headers)
+    items = service.jobs.preparation_and_release_status(params["jobId"])
+    return wire.list_response(request, items, wire.plain, "jobpreparationandreleasetaskstatuslist")

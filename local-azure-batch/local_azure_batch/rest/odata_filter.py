@@ -24,10 +24,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import Any
 
-__all__ = ["ODataFilterError", "compile_filter"]
+from local_azure_batch.lang import scanner
+from local_azure_batch.lang.scanner import END, Token, TokenStream
+from local_azure_batch.lang.times import parse_iso_datetime
+
+__all__ = ["CompiledFilter", "ODataFilterError", "compile_filter", "parse_iso_datetime"]
 
 Predicate = Callable[[Mapping[str, Any]], bool]
 _Getter = Callable[[Mapping[str, Any]], Any]
@@ -43,48 +47,6 @@ class ODataFilterError(ValueError):
 
 
 # ---------------------------------------------------------------------------------------------
-# Datetimes
-# ---------------------------------------------------------------------------------------------
-
-_DATETIME = re.compile(
-    r"^(\d{4})-(\d{2})-(\d{2})"
-    r"(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?)?"
-    r"(?:([Zz])|([+-])(\d{2}):?(\d{2}))?$"
-)
-
-
-def parse_iso_datetime(text: str) -> datetime | None:
-    """An aware datetime from ISO-8601 text, or ``None``.
-
-    Hand-rolled rather than ``datetime.fromisoformat`` because the service writes 7-digit
-    fractions (.NET ticks) and a ``Z`` suffix, which Python 3.10 does not read. Text without an
-    offset is taken as UTC, the only zone the service uses.
-    """
-    match = _DATETIME.match(text)
-    if match is None:
-        return None
-    year, month, day, hour, minute, second, fraction, _zulu, sign, off_h, off_m = match.groups()
-    micros = int((fraction or "0")[:6].ljust(6, "0"))
-    tz = timezone.utc
-    if sign:
-        offset = timedelta(hours=int(off_h), minutes=int(off_m))
-        tz = timezone(-offset if sign == "-" else offset)
-    try:
-        return datetime(
-            int(year),
-            int(month),
-            int(day),
-            int(hour or 0),
-            int(minute or 0),
-            int(second or 0),
-            micros,
-            tzinfo=tz,
-        )
-    except ValueError:
-        return None
-
-
-# ---------------------------------------------------------------------------------------------
 # Tokens
 # ---------------------------------------------------------------------------------------------
 
@@ -96,95 +58,50 @@ _FUNCTIONS = {"startswith": 2, "endswith": 2, "substringof": 2, "contains": 2}
 # Words that end an operand, so "state eq and ..." is reported as a missing value.
 _STOPWORDS = _COMPARISONS | {"and", "or", "not"}
 
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_NUMBER = re.compile(r"-?(?:\d+\.\d+(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+|\d+)")
+_UNTERMINATED = "unterminated string literal (strings are quoted with ' and '' escapes a quote)"
 
 
-class _Token:
-    __slots__ = ("kind", "pos", "text", "value")
-
-    def __init__(self, kind: str, text: str, pos: int, value: Any = None) -> None:
-        # kind: name | string | number | datetime | ( | ) | , | / | end
-        self.kind = kind
-        self.text = text
-        self.pos = pos
-        self.value = value
-
-    def describe(self) -> str:
-        if self.kind == "end":
-            return "the end of the filter"
-        if self.kind in ("string", "datetime"):
-            return self.text  # already quoted
-        return f"'{self.text}'"
+def _number(raw: str) -> int | float:
+    return int(raw) if "." not in raw and "e" not in raw.lower() else float(raw)
 
 
-def _tokenize(text: str) -> list[_Token]:
-    tokens: list[_Token] = []
-    i = 0
-    n = len(text)
-    while i < n:
-        ch = text[i]
-        if ch.isspace():
-            i += 1
-            continue
-        if ch in "(),/":
-            tokens.append(_Token(ch, ch, i))
-            i += 1
-            continue
-        if ch == "'":
-            value, end = _read_string(text, i)
-            tokens.append(_Token("string", text[i:end], i, value))
-            i = end
-            continue
-        if "0" <= ch <= "9" or (ch == "-" and i + 1 < n and "0" <= text[i + 1] <= "9"):
-            match = _NUMBER.match(text, i)
-            assert match is not None  # a digit is always at least an integer
-            raw = match.group()
-            end = match.end()
-            if end < n and (text[end].isalnum() or text[end] == "_"):
-                raise ODataFilterError(i, f"malformed number '{raw}{text[end]}'")
-            is_integer = "." not in raw and "e" not in raw.lower()
-            tokens.append(_Token("number", raw, i, int(raw) if is_integer else float(raw)))
-            i = end
-            continue
-        match = _NAME.match(text, i)
-        if match is not None:
-            word = match.group()
-            end = match.end()
-            if word.lower() == "datetime" and end < n and text[end] == "'":
-                value, end = _read_string(text, end)
-                parsed = parse_iso_datetime(value)
-                if parsed is None:
-                    raise ODataFilterError(
-                        i,
-                        f"invalid datetime literal '{value}' (expected e.g. datetime'2025-01-01T00:00:00Z')",
-                    )
-                tokens.append(_Token("datetime", text[i:end], i, parsed))
-            else:
-                tokens.append(_Token("name", word, i))
-            i = end
-            continue
-        raise ODataFilterError(i, f"unexpected character '{ch}'")
-    tokens.append(_Token("end", "", n))
-    return tokens
+def _datetime_literal(text: str, pos: int) -> tuple[Token | None, int] | None:
+    """``datetime'2025-01-01T00:00:00Z'``: a name straight followed by a quoted string."""
+    end = pos + len("datetime")
+    if text[pos:end].lower() != "datetime" or not text.startswith("'", end):
+        return None
+    value, end = scanner.read_quoted(text, end, _UNTERMINATED)
+    parsed = parse_iso_datetime(value)
+    if parsed is None:
+        raise scanner.ScanError(
+            pos, f"invalid datetime literal '{value}' (expected e.g. datetime'2025-01-01T00:00:00Z')"
+        )
+    return Token("datetime", text[pos:end], pos, parsed), end
 
 
-def _read_string(text: str, start: int) -> tuple[str, int]:
-    """Read ``'...'`` starting at the opening quote; ``''`` inside is one quote."""
-    parts: list[str] = []
-    i = start + 1
-    n = len(text)
-    while i < n:
-        close = text.find("'", i)
-        if close < 0:
-            break
-        parts.append(text[i:close])
-        if close + 1 < n and text[close + 1] == "'":
-            parts.append("'")
-            i = close + 2
-            continue
-        return "".join(parts), close + 1
-    raise ODataFilterError(start, "unterminated string literal (strings are quoted with ' and '' escapes a quote)")
+_RULES: list[scanner.Rule] = [
+    scanner.punctuation(("(", ")", ",", "/")),
+    scanner.strings("'", _UNTERMINATED),
+    scanner.numbers(re.compile(r"-?(?:[0-9]+\.[0-9]+(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+|[0-9]+)"), _number),
+    _datetime_literal,
+    scanner.names(),
+]
+
+
+def _tokenize(text: str) -> list[Token]:
+    """Kinds: name, string, number, datetime, the punctuation ( ) , / themselves, and end."""
+    try:
+        return scanner.tokenize(text, _RULES, lambda char: f"unexpected character '{char}'")
+    except scanner.ScanError as exc:
+        raise ODataFilterError(exc.pos, exc.detail) from None
+
+
+def _describe(token: Token) -> str:
+    if token.kind == END:
+        return "the end of the filter"
+    if token.kind in ("string", "datetime"):
+        return token.text  # already quoted
+    return f"'{token.text}'"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -418,69 +335,57 @@ def _compile_function(name: str, args: list[_Operand]) -> Predicate:
 # ---------------------------------------------------------------------------------------------
 
 
-class _Parser:
+class _Parser(TokenStream):
     def __init__(self, text: str) -> None:
+        super().__init__(_tokenize(text))
         self.text = text
-        self.tokens = _tokenize(text)
-        self.index = 0
+        # The top-level properties the filter reads (the first step of each a/b/c path).
+        self.fields: set[str] = set()
 
-    @property
-    def current(self) -> _Token:
-        return self.tokens[self.index]
-
-    def advance(self) -> _Token:
-        token = self.tokens[self.index]
-        if token.kind != "end":
-            self.index += 1
-        return token
-
-    def keyword(self, token: _Token | None = None) -> str | None:
+    def keyword(self, token: Token | None = None) -> str | None:
         token = token or self.current
         return token.text.lower() if token.kind == "name" else None
 
-    def error(self, token: _Token, detail: str) -> ODataFilterError:
+    def error(self, token: Token, detail: str) -> ODataFilterError:
         return ODataFilterError(token.pos, detail)
 
     # filter := or_expr end
     def parse(self) -> Predicate:
-        if self.current.kind == "end":
+        if self.current.kind == END:
             raise self.error(self.current, "the filter is empty")
         predicate = self.parse_or(None)
         token = self.current
-        if token.kind != "end":
+        if token.kind != END:
             if token.kind == ")":
                 raise self.error(token, "unmatched ')'")
             raise self.error(
                 token,
-                f"expected 'and', 'or' or the end of the filter but found {token.describe()}",
+                f"expected 'and', 'or' or the end of the filter but found {_describe(token)}",
             )
         return predicate
 
     # or_expr := and_expr ('or' and_expr)*
     def parse_or(self, after: str | None) -> Predicate:
-        parts = [self.parse_and(after)]
-        while self.keyword() == "or":
-            self.advance()
-            parts.append(self.parse_and("or"))
-        if len(parts) == 1:
-            return parts[0]
-        if len(parts) == 2:
-            first, second = parts
-            return lambda entity: first(entity) or second(entity)
-        return lambda entity: any(part(entity) for part in parts)
+        return self._chain("or", self.parse_and, after)
 
     # and_expr := unary ('and' unary)*
     def parse_and(self, after: str | None) -> Predicate:
-        parts = [self.parse_not(after)]
-        while self.keyword() == "and":
+        return self._chain("and", self.parse_not, after)
+
+    def _chain(self, word: str, operand: Callable[[str | None], Predicate], after: str | None) -> Predicate:
+        parts = [operand(after)]
+        while self.keyword() == word:
             self.advance()
-            parts.append(self.parse_not("and"))
+            parts.append(operand(word))
         if len(parts) == 1:
             return parts[0]
         if len(parts) == 2:
             first, second = parts
+            if word == "or":
+                return lambda entity: first(entity) or second(entity)
             return lambda entity: first(entity) and second(entity)
-        return lambda entity: all(part(entity) for part in parts)
+        combine = any if word == "or" else all
+        return lambda entity: combine(part(entity) for part in parts)
 
     # unary := 'not' unary | condition
     def parse_not(self, after: str | None) -> Predicate:
@@ -508,7 +413,7 @@ class _Parser:
                 raise self.error(
                     self.current,
                     "expected a comparison operator (eq, ne, gt, ge, lt, le) after "
-                    f"'{left.text}' but found {self.current.describe()}",
+                    f"'{left.text}' but found {_describe(self.current)}",
                 )
             # A bare boolean property, e.g. "allowTaskPreemption".
             getter = left.getter
@@ -521,16 +426,16 @@ class _Parser:
     def parse_operand(self, after: str | None) -> _Operand:
         token = self.current
         if (
-            token.kind == "end"
+            token.kind == END
             or token.kind in (")", ",", "/")
             or (token.kind == "name" and self.keyword(token) in _STOPWORDS)
         ):
             if after is None:
-                raise self.error(token, f"expected a condition but found {token.describe()}")
+                raise self.error(token, f"expected a condition but found {_describe(token)}")
             if after.lower() in _COMPARISONS:
                 raise self.error(token, f"expected a value after '{after}'")
             if after.endswith("()"):
-                raise self.error(token, f"expected an argument for {after} but found {token.describe()}")
+                raise self.error(token, f"expected an argument for {after} but found {_describe(token)}")
             raise self.error(token, f"expected a condition after '{after}'")
         if token.kind == "(":
             self.advance()
@@ -560,9 +465,10 @@ class _Parser:
             self.advance()
             path.append(segment.text)
         text = "/".join(path)
+        self.fields.add(path[0])
         return _Operand("property", token.pos, text, _path_getter(tuple(path)))
 
-    def parse_call(self, name_token: _Token) -> _Operand:
+    def parse_call(self, name_token: Token) -> _Operand:
         name = name_token.text.lower()
         if name not in _FUNCTIONS:
             known = ", ".join(sorted(_FUNCTIONS))
@@ -587,7 +493,7 @@ class _Parser:
             raise self.error(
                 closing,
                 f"expected ',' or ')' in the call to {name}() opened at position {open_paren.pos} "
-                f"but found {closing.describe()}",
+                f"but found {_describe(closing)}",
             )
         self.advance()
         if len(args) != _FUNCTIONS[name]:
@@ -596,7 +502,21 @@ class _Parser:
         return _Operand("bool", name_token.pos, self.text[name_token.pos : closing.pos + 1], predicate)
 
 
-def compile_filter(text: str) -> Predicate:
+class CompiledFilter:
+    """A compiled ``$filter``: call it with a serialised entity; ``fields`` are the top-level properties it reads."""
+
+    __slots__ = ("_test", "fields", "text")
+
+    def __init__(self, text: str, test: Predicate, fields: frozenset[str]) -> None:
+        self.text = text
+        self._test = test
+        self.fields = fields
+
+    def __call__(self, entity: Mapping[str, Any]) -> bool:
+        return self._test(entity)
+
+
+def compile_filter(text: str) -> CompiledFilter:
     """Compile an OData ``$filter`` into a predicate over serialised entities.
 
     Raises :class:`ODataFilterError` (a ``ValueError``) with the 0-based character position of
@@ -604,4 +524,6 @@ def compile_filter(text: str) -> Predicate:
     """
     if not isinstance(text, str):
         raise TypeError(f"filter must be a string, not {type(text).__name__}")
-    return _Parser(text).parse()
+    parser = _Parser(text)
+    test = parser.parse()
+    return CompiledFilter(text, test, frozenset(parser.fields))

@@ -3,20 +3,35 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Collection, Mapping, Sequence
+from datetime import datetime
+from typing import Any, Protocol, cast
 from urllib.parse import quote, urlencode
 
 from aiohttp import web
 
 from local_azure_batch.model.clock import iso, rfc1123, utcnow
+from local_azure_batch.model.errors import BatchServiceError, invalid_query
 
-from .errors import BatchServiceError, invalid_query
-from .odata_filter import ODataFilterError, compile_filter
+from .odata_filter import CompiledFilter, ODataFilterError, compile_filter
 
 JSON_TYPE = "application/json; odata=minimalmetadata"
 MAX_RESULTS = 1000
 ERROR_METADATA = "Microsoft.Azure.Batch.Protocol.Entities.Container.errors/@Element"
+
+
+class Entity(Protocol):
+    """A pool, node, job or task as the REST layer renders it."""
+
+    @property
+    def path(self) -> str: ...
+
+    def to_wire(self, base_url: str, fields: Collection[str] | None = None) -> dict[str, Any]: ...
+
+
+class VersionedEntity(Entity, Protocol):
+    etag: str
+    last_modified: datetime
 
 
 def base_url(request: web.Request) -> str:
@@ -42,12 +57,32 @@ def json_response(
     )
 
 
-def entity_headers(entity: Any) -> dict[str, str]:
+def entity_headers(entity: VersionedEntity) -> dict[str, str]:
     return {"ETag": entity.etag, "Last-Modified": rfc1123(entity.last_modified)}
 
 
-def created(request: web.Request, url: str, entity: Any) -> web.Response:
-    return empty(request, 201, {"DataServiceId": url, "Location": url, **entity_headers(entity)})
+def entity(request: web.Request, item: Entity, metadata: str, headers: Mapping[str, str] | None = None) -> web.Response:
+    """A GET of one entity, with ``$select``; with its ETag and Last-Modified if it has them (nodes do not)."""
+    fields = parse_select(request)
+    body = select(item.to_wire(base_url(request), fields), fields)
+    if getattr(item, "etag", None) is not None:
+        headers = {**entity_headers(cast(VersionedEntity, item)), **(headers or {})}
+    return json_response(request, body, metadata, headers=headers)
+
+
+def entities(request: web.Request, items: Sequence[Entity], metadata: str) -> web.Response:
+    base = base_url(request)
+    return list_response(request, items, lambda item, fields: item.to_wire(base, fields), metadata)
+
+
+def created(request: web.Request, item: VersionedEntity) -> web.Response:
+    url = f"{base_url(request)}{item.path}"
+    return empty(request, 201, {"DataServiceId": url, "Location": url, **entity_headers(item)})
+
+
+def changed(request: web.Request, item: VersionedEntity, status: int) -> web.Response:
+    """The answer to an operation on an entity: no body, the entity's new ETag."""
+    return empty(request, status, {"DataServiceId": f"{base_url(request)}{request.path}", **entity_headers(item)})
 
 
 def empty(request: web.Request, status: int, headers: Mapping[str, str] | None = None) -> web.Response:
@@ -95,10 +130,10 @@ def parse_select(request: web.Request) -> list[str] | None:
     text = request.query.get("$select")
     if not text:
         return None
-    return [part.strip() for part in text.split(",") if part.strip()]
+    return [part.strip() for part in text.split(",") if part.strip()] or None
 
 
-def parse_filter(request: web.Request) -> Callable[[Mapping[str, Any]], bool] | None:
+def parse_filter(request: web.Request) -> CompiledFilter | None:
     text = request.query.get("$filter")
     if not text:
         return None
@@ -124,12 +159,17 @@ def parse_max_results(request: web.Request) -> int:
 def list_response(
     request: web.Request,
     items: Sequence[Any],
-    render: Callable[[Any], dict[str, Any]],
+    render: Callable[[Any, Collection[str] | None], dict[str, Any]],
     metadata: str,
 ) -> web.Response:
-    """One page of a list, with an absolute ``odata.nextLink`` carrying every parameter it needs."""
+    """One page of a list, with an absolute ``odata.nextLink`` carrying every parameter it needs.
+
+    ``render(item, fields)`` may leave out top-level fields that are not in ``fields`` (None: all): only
+    those the ``$select`` and the ``$filter`` name are rendered.
+    """
     where = parse_filter(request)
     fields = parse_select(request)
+    needed = None if fields is None else {*fields, *(where.fields if where is not None else ())}
     page_size = parse_max_results(request)
     skip_text = request.query.get("$skiptoken", "0")
     try:
@@ -140,13 +180,13 @@ def list_response(
     position = skip
     # Rendering is the expensive part; a filter that needs rendered fields pays for it.
     while position < len(items) and len(page) < page_size:
-        rendered = render(items[position])
+        rendered = render(items[position], needed)
         position += 1
         if where is None or where(rendered):
             page.append(select(rendered, fields))
     if where is not None:
         # Only advertise a next page if something further would match.
-        while position < len(items) and not where(render(items[position])):
+        while position < len(items) and not where(render(items[position], needed)):
             position += 1
     body: dict[str, Any] = {"value": page}
     if position < len(items):
@@ -157,3 +197,8 @@ def list_response(
         )
         body["odata.nextLink"] = f"{base_url(request)}{request.path}?{encoded}"
     return json_response(request, body, metadata)
+
+
+def plain(item: Any, fields: Collection[str] | None) -> Any:
+    """Render a list item that is already its JSON."""
+    return item

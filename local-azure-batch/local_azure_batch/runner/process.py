@@ -30,8 +30,8 @@ EndedBy = Literal["exit", "wall_clock", "terminated", "launch_failed"]
 CREATION_TIMES: dict[str, float] = {}
 
 
-def creation_time(path: Path, st: os.stat_result) -> float:
-    return CREATION_TIMES.get(str(path), min(st.st_mtime, st.st_ctime))
+def creation_time(path: str, st: os.stat_result) -> float:
+    return CREATION_TIMES.get(path, min(st.st_mtime, st.st_ctime))
 
 
 def _fresh(path: Path) -> None:

@@ -1,6 +1,8 @@
-"""Errors in the Batch service's own codes, status codes and body shape.
+"""The service's errors: its own codes, HTTP status codes and messages, raised anywhere in the model.
 
-The body is what the real service sends (recorded)::
+Codes, statuses and messages follow the service's table ("Batch Status and Error Codes",
+learn.microsoft.com/rest/api/batchservice/batch-status-and-error-codes) where it has them. The REST
+layer (``rest/wire.py``) only renders them, in the body the real service sends (recorded)::
 
     {"odata.metadata": ".../$metadata#Microsoft.Azure.Batch.Protocol.Entities.Container.errors/@Element",
      "code": "JobExists",
@@ -14,7 +16,7 @@ from collections.abc import Sequence
 
 
 class BatchServiceError(Exception):
-    """Raised anywhere below the HTTP layer; turned into the service's error response."""
+    """Raised anywhere in the service; the HTTP layer answers it with the service's error response."""
 
     def __init__(
         self,
@@ -88,3 +90,23 @@ def authentication_failed(detail: str) -> BatchServiceError:
         "correctly including the signature.",
         [("AuthenticationErrorDetail", detail)],
     )
+
+
+def request_body_too_large(limit_bytes: int) -> BatchServiceError:
+    # The code is what azure-batch's create_tasks looks for before it halves its chunk of tasks.
+    return BatchServiceError(
+        413,
+        "RequestBodyTooLarge",
+        "The size of the request body exceeds the maximum size permitted.",
+        [("Reason", f"The request body is limited to {limit_bytes} bytes.")],
+    )
+
+
+def active_job_quota_reached() -> BatchServiceError:
+    return conflict(
+        "ActiveJobAndScheduleQuotaReached", "Active job and schedule quota for the account has been reached."
+    )
+
+
+def pool_quota_reached() -> BatchServiceError:
+    return conflict("PoolQuotaReached", "Pool quota for the account has been reached.")

@@ -1,0 +1,91 @@
+"""Administration endpoints (not part of the Batch API): health, request counts, faults and quotas.
+
+GET          /_emulator/health
+GET | DELETE /_emulator/stats      requests served per REST operation id
+GET | PUT    /_emulator/faults     the fault rules (PUT takes the spec as the body)
+GET | PUT    /_emulator/quota      {"jobs": N, "pools": N, "nodes": N}; null is no limit, a name left out
+                                   is left as it is
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from aiohttp import web
+
+from .faults import FaultInjector, FaultSpecError
+from .model.account import ServiceSettings
+from .rest.urls import OPERATIONS
+
+if TYPE_CHECKING:
+    from .app import LocalBatchServer
+
+# Quota name on the admin API -> the service setting.
+QUOTAS = {"jobs": "job_quota", "pools": "pool_quota", "nodes": "node_quota"}
+
+
+def admin_routes(server: LocalBatchServer) -> list[web.RouteDef]:
+    admin = _Admin(server)
+    return [
+        web.get("/_emulator/health", admin.health),
+        web.get("/_emulator/stats", admin.stats),
+        web.delete("/_emulator/stats", admin.reset_stats),
+        web.get("/_emulator/faults", admin.faults),
+        web.put("/_emulator/faults", admin.put_faults),
+        web.get("/_emulator/quota", admin.quota),
+        web.put("/_emulator/quota", admin.put_quota),
+    ]
+
+
+class _Admin:
+    def __init__(self, server: LocalBatchServer) -> None:
+        self.server = server
+
+    async def health(self, request: web.Request) -> web.Response:
+        return web.json_response({"status": "ok", "url": self.server.url})
+
+    async def stats(self, request: web.Request) -> web.Response:
+        requests = self.server.requests
+        return web.json_response({"requests": dict(requests), "total": sum(requests.values())})
+
+    async def reset_stats(self, request: web.Request) -> web.Response:
+        self.server.requests.clear()
+        return web.json_response({"requests": {}, "total": 0})
+
+    async def faults(self, request: web.Request) -> web.Response:
+        return web.json_response({"spec": self.server.faults.spec})
+
+    async def put_faults(self, request: web.Request) -> web.Response:
+        spec = (await request.text()).strip()
+        try:
+            self.server.faults = FaultInjector.parse(spec, OPERATIONS, self.server.config.fault_seed)
+        except FaultSpecError as exc:
+            return web.json_response({"error": str(exc)}, status=400)
+        return web.json_response({"spec": spec})
+
+    async def quota(self, request: web.Request) -> web.Response:
+        return web.json_response(self._quota())
+
+    async def put_quota(self, request: web.Request) -> web.Response:
+        try:
+            body = json.loads(await request.text() or "{}")
+        except json.JSONDecodeError as exc:
+            return web.json_response({"error": f"the body is not JSON: {exc}"}, status=400)
+        if not isinstance(body, dict) or set(body) - set(QUOTAS):
+            return web.json_response({"error": f"give an object with any of {', '.join(QUOTAS)}"}, status=400)
+        for name, value in body.items():
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+                return web.json_response({"error": f"{name} must be null or a whole number from 0"}, status=400)
+        settings = self._settings()
+        for name, value in body.items():
+            setattr(settings, QUOTAS[name], value)
+        return web.json_response(self._quota())
+
+    def _settings(self) -> ServiceSettings:
+        assert self.server.service is not None
+        return self.server.service.settings
+
+    def _quota(self) -> dict[str, int | None]:
+        settings = self._settings()
+        return {name: getattr(settings, setting) for name, setting in QUOTAS.items()}

@@ -1,0 +1,1 @@
+"""Text the service reads: the shared tokenizer of its small languages, timestamps and durations."""

@@ -1,0 +1,189 @@
+"""The life of compute nodes: allocation towards a pool's targets, booting and start tasks, removal."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from typing import Any
+
+from local_azure_batch.runner.process import RunHandle
+
+from .account import Account
+from .clock import iso, utcnow
+from .node_commands import node_process
+from .pools import (
+    CREATING,
+    IDLE,
+    LEAVING_POOL,
+    POOL_DELETING,
+    RESIZING,
+    START_TASK_FAILED,
+    STARTING,
+    STEADY,
+    STOPPING,
+    WAITING_FOR_START_TASK,
+    ComputeNode,
+    Pool,
+)
+from .tasks import FAILURE_EXIT_CODE, launch_failure
+
+# resizeErrors when the account's quota stops an allocation. The dedicated one is worded as the service
+# was recorded saying it; the low-priority message is the same sentence for that quota (a guess).
+QUOTA_ERRORS = {
+    True: {"code": "AccountCoreQuotaReached", "message": "The specified account has reached core quota"},
+    False: {
+        "code": "AccountLowPriorityCoreQuotaReached",
+        "message": "The specified account has reached low priority core quota",
+    },
+}
+
+
+class Allocation:
+    def __init__(self, account: Account) -> None:
+        self.account = account
+
+    def resize(self, pool: Pool) -> None:
+        """Start moving the node count towards the targets."""
+        if pool.state == POOL_DELETING:
+            return
+        pool.set_allocation(RESIZING)
+        pool.resize_started = utcnow()
+        pool.resize_errors = []
+        free = self.account.free_node_quota()
+        for dedicated, target in ((True, pool.target_dedicated), (False, pool.target_low_priority)):
+            members = pool.members(dedicated)
+            if target > len(members):
+                wanted = target - len(members)
+                allowed = wanted if free is None else min(wanted, free)
+                if allowed < wanted:
+                    pool.resize_errors.append(dict(QUOTA_ERRORS[dedicated]))
+                if free is not None:
+                    free -= allowed
+                for _ in range(allowed):
+                    pool.node_counter += 1
+                    node = ComputeNode(pool, pool.node_counter, dedicated, self.account.settings.task_root)
+                    pool.nodes[node.id] = node
+                    self.account.spawn(self._boot(node))
+            elif target < len(members):
+                # The service gives up idle and still-booting nodes before busy ones.
+                order = sorted(members, key=lambda node: (len(node.running), node.state != IDLE, -node.index))
+                for node in order[: len(members) - target]:
+                    node.leaving = True
+                    node.removal = self.account.spawn(self.remove(node, pool.deallocation_option))
+        self.check(pool)
+
+    def stop_resize(self, pool: Pool) -> None:
+        """Nodes still being allocated are given up; nodes still to leave stay."""
+        pool.set_allocation(STOPPING)
+        for node in list(pool.nodes.values()):
+            if node.state == CREATING:
+                self.forget(node)
+            elif node.leaving and node.state != LEAVING_POOL and node.removal is not None:
+                node.removal.cancel()
+                node.removal = None
+                node.leaving = False
+
+    def check(self, pool: Pool) -> None:
+        """A resizing pool whose nodes are all up (or gone) is steady again."""
+        if (
+            pool.allocation_state == RESIZING
+            and all(node.state not in (CREATING, STARTING) and not node.leaving for node in pool.nodes.values())
+        ) or (pool.allocation_state == STOPPING and all(not node.leaving for node in pool.nodes.values())):
+            pool.set_allocation(STEADY)
+
+    async def _boot(self, node: ComputeNode) -> None:
+        half = self.account.settings.node_start_seconds / 2
+        await asyncio.sleep(half)
+        if node.pool.nodes.get(node.id) is not node:
+            return
+        node.dirs.create()
+        node.set_state(STARTING)
+        await asyncio.sleep(half)
+        if node.pool.nodes.get(node.id) is not node:
+            return
+        node.last_boot_time = utcnow()
+        start_task = node.pool.spec.get("startTask")
+        if start_task is not None:
+            if start_task.get("waitForSuccess", True):
+                node.set_state(WAITING_FOR_START_TASK)
+                self.check(node.pool)
+                ok = await self._run_start_task(node, start_task)
+                if node.pool.nodes.get(node.id) is not node:
+                    return
+                node.set_state(IDLE if ok else START_TASK_FAILED)
+            else:
+                node.set_state(IDLE)
+                self.account.spawn(self._run_start_task(node, start_task))
+        else:
+            node.set_state(IDLE)
+        self.check(node.pool)
+        self.account.kick()
+
+    async def _run_start_task(self, node: ComputeNode, start_task: dict[str, Any]) -> bool:
+        attempts = int(start_task.get("maxTaskRetryCount", 0))
+        retry = 0
+        while True:
+            info: dict[str, Any] = {"state": "running", "startTime": iso(utcnow()), "retryCount": retry}
+            node.start_task_info = info
+            spec = node_process(
+                self.account,
+                node,
+                job_id=None,
+                task_id="starttask",
+                task_dir=node.dirs.startup,
+                command_line=start_task["commandLine"],
+                settings=start_task.get("environmentSettings") or [],
+            )
+            outcome = await self.account.runner.run(spec, RunHandle())
+            info.update(state="completed", endTime=iso(outcome.end_time))
+            if outcome.exit_code is not None:
+                info["exitCode"] = outcome.exit_code
+            if outcome.exit_code == 0:
+                info["result"] = "success"
+                return True
+            info["result"] = "failure"
+            info["failureInfo"] = (
+                launch_failure(outcome.error or "")
+                if outcome.ended_by == "launch_failed"
+                else {key: FAILURE_EXIT_CODE[key] for key in ("category", "code", "message")}
+            )
+            if attempts != -1 and retry >= attempts:
+                return False
+            retry += 1
+
+    async def remove(self, node: ComputeNode, option: str) -> None:
+        node.leaving = True
+        await self.drain(node, option)
+        node.set_state(LEAVING_POOL)
+        settings = self.account.settings
+        await asyncio.sleep(min(settings.delete_seconds, settings.node_start_seconds))
+        self.forget(node)
+        self.check(node.pool)
+        self.account.kick()
+
+    async def drain(self, node: ComputeNode, option: str) -> None:
+        """Make the node's running tasks go, as the deallocation option says."""
+        node.leaving = True
+        tasks = list(node.running.values())
+        if option in ("requeue", "terminate"):
+            for task in tasks:
+                task.end_reason = "requeue" if option == "requeue" else "terminate"
+                # A multi-instance task ends on all its nodes when one of them goes.
+                await asyncio.gather(*(self.account.runner.terminate(handle) for handle in task.run_handles()))
+        while node.running:
+            await asyncio.sleep(self.account.settings.tick_seconds)
+
+    def forget(self, node: ComputeNode) -> None:
+        node.pool.nodes.pop(node.id, None)
+        node.dirs.remove()
+
+    async def delete_pool(self, pool: Pool) -> None:
+        """A deleting pool's nodes go (their tasks requeued), then the pool."""
+        await asyncio.gather(*(self.drain(node, "requeue") for node in list(pool.nodes.values())))
+        await asyncio.sleep(self.account.settings.delete_seconds)
+        for node in list(pool.nodes.values()):
+            node.dirs.remove()
+        shutil.rmtree(self.account.settings.task_root / "pools" / pool.id, ignore_errors=True)
+        if self.account.pools.get(pool.key) is pool:
+            del self.account.pools[pool.key]
+        self.account.kick()
