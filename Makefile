@@ -33,7 +33,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-test: $(STAMP) $(AZURITE) lint
+test: $(STAMP) $(AZURITE) lint typecheck
 	$(TEST_PATH) $(BIN)/pytest $(SERVICE)/tests
 	$(TEST_PATH) $(BIN)/pytest
 

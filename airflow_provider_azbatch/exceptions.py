@@ -26,7 +26,7 @@ class QuotaReachedError(AirflowException):
     """The Batch account is at one of its quotas (active jobs, pools, cores)."""
 
     def __init__(self, code: str, limits: str, account: str, detail: str) -> None:
-        super().__init__(f"Batch account '{account}' is at its quota of {limits} ({code}): {detail}")
+        super().__init__(f"Batch account '{account}' is at its quota of {limits} ({code}: {detail})")
         self.code = code
         self.limits = limits
         self.account = account

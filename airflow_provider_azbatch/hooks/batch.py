@@ -70,6 +70,9 @@ LRO_POLL_SECONDS = 1
 # azure-core repeats GET/PUT/DELETE after a dropped connection, not POST/PATCH. Ours are idempotent
 # (deterministic ids, TaskExists counts as added), so it may repeat them too (a per-call pipeline option).
 RETRY_ALL_METHODS = frozenset({"HEAD", "GET", "PUT", "DELETE", "OPTIONS", "TRACE", "POST", "PATCH"})
+# 409s of requests to a job that has ended (or is ending).
+JOB_ENDED_CODES = ("JobCompleted", "JobBeingDeleted", "JobBeingTerminated", "JobNotActive")
+
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 
@@ -249,11 +252,17 @@ class AzureBatchHook(BaseHook):
         options = batch_models.BatchJobUpdateOptions(
             all_tasks_complete_mode=batch_models.BatchAllTasksCompleteMode.TERMINATE_JOB
         )
-        self._submission_step(
-            f"Setting the completion rule of Batch job {job_id}",
-            job_id,
-            lambda: self.client.update_job(job_id, options, retry_on_methods=RETRY_ALL_METHODS),
-        )
+
+        def update() -> None:
+            try:
+                self.client.update_job(job_id, options, retry_on_methods=RETRY_ALL_METHODS)
+            except ResourceExistsError as exc:
+                # The job has ended already: by this very rule when a repeated request follows one whose reply was
+                # lost after its tasks finished, or from outside. Either way there is nothing left to set.
+                if error_code(exc) not in JOB_ENDED_CODES:
+                    raise
+
+        self._submission_step(f"Setting the completion rule of Batch job {job_id}", job_id, update)
 
     def terminate_job(
         self, job_id: str, reason: str = "UserTerminate", *, wait: bool = False, client: BatchClient | None = None
@@ -266,7 +275,7 @@ class AzureBatchHook(BaseHook):
         except ResourceNotFoundError:
             return False
         except HttpResponseError as exc:
-            if error_code(exc) in ("JobCompleted", "JobBeingDeleted", "JobBeingTerminated"):
+            if error_code(exc) in JOB_ENDED_CODES:
                 return False
             raise
         if wait:
@@ -328,7 +337,8 @@ class AzureBatchHook(BaseHook):
     def _raise_if_quota(self, exc: BaseException) -> None:
         code = error_code(exc)
         if code in QUOTA_CODES:
-            raise QuotaReachedError(code, QUOTA_CODES[code], self.account_name, describe_error(exc)) from None
+            detail = describe_error(exc).removeprefix(f"{code}: ").rstrip(".")
+            raise QuotaReachedError(code, QUOTA_CODES[code], self.account_name, detail) from None
 
     def _submission_step(self, what: str, job_id: str | None, action: Callable[[], T]) -> T:
         """Run an idempotent submission request, repeating it while the service or network fail transiently.

@@ -18,6 +18,7 @@ from azure.core.exceptions import HttpResponseError, ResourceNotFoundError
 
 from airflow_provider_azbatch import config
 from airflow_provider_azbatch.enums import enum_value
+from airflow_provider_azbatch.hooks.batch import JOB_ENDED_CODES
 from airflow_provider_azbatch.hooks.connection import BatchConnectionSettings, load_settings
 from airflow_provider_azbatch.hooks.credentials import build_credential, client_kwargs
 from airflow_provider_azbatch.hooks.errors import error_code
@@ -200,7 +201,7 @@ class AzureBatchAsyncHook(BaseHook):
         except ResourceNotFoundError:
             return False
         except HttpResponseError as exc:
-            if error_code(exc) in ("JobCompleted", "JobBeingDeleted", "JobBeingTerminated"):
+            if error_code(exc) in JOB_ENDED_CODES:
                 return False
             raise
         return True

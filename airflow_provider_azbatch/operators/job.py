@@ -329,11 +329,14 @@ class AzureBatchJobOperator(BaseOperator):
         return self._submit_and_wait(context, quota_since=quota_since)
 
     def _submit_and_wait(self, context: Context, quota_since: float | None) -> dict[str, Any]:
-        submission = self._submission(context)
-        try:
-            attachment = self._attach(context, submission)
-        except QuotaReachedError as exc:
-            return self._wait_for_quota(context, exc, quota_since)
+        while True:
+            try:
+                # Both can meet a quota: creating a shared pool, creating the job.
+                submission = self._submission(context)
+                attachment = self._attach(context, submission)
+                break
+            except QuotaReachedError as exc:
+                quota_since = self._wait_for_quota(exc, quota_since)
         job_id = attachment.job_id
         if self._killed:
             # Killed while submitting: the job may have been created after on_kill looked for it.
@@ -510,11 +513,9 @@ class AzureBatchJobOperator(BaseOperator):
                 f"was refused by the Batch account ({describe_error(exc)}): {hint}",
             ) from None
 
-    def _wait_for_quota(self, context: Context, exc: QuotaReachedError, quota_since: float | None) -> dict[str, Any]:
-        """Wait for the account to get below its quota, within ``[azbatch] quota_wait_seconds``, then try again.
-
-        Deferrable: the wait happens in the triggerer (the worker slot is freed between attempts).
-        """
+    def _wait_for_quota(self, exc: QuotaReachedError, quota_since: float | None) -> float:
+        """Wait for the account to get below its quota, within ``[azbatch] quota_wait_seconds``; when the quota
+        was first met. Deferrable: the wait happens in the triggerer (the worker slot is freed between attempts)."""
         limit = config.get_float("quota_wait_seconds")
         since = quota_since if quota_since is not None else time.time()
         waited = time.time() - since
@@ -537,7 +538,7 @@ class AzureBatchJobOperator(BaseOperator):
                 kwargs={"quota_since": since},
             )
         time.sleep(delay)
-        return self._submit_and_wait(context, quota_since=since)
+        return since
 
     def _publish_job(self, context: Context, job_id: str) -> None:
         context["ti"].xcom_push(key=LINK_XCOM_KEY, value=link_data(self.hook, job_id))

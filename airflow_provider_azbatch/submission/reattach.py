@@ -125,11 +125,11 @@ def submit_or_reattach(
             )
             _metric("fresh_submit", operator)
             claim(job_id)
-            created = submit(hook, submission)
+            # A job found existing by create is ours as much as the winner's (a racing try made it, or this
+            # very request whose reply was lost): every task is in it and it ends with them; watch it.
+            submit(hook, submission)
             remember(job_id)
-            if created:
-                return Attachment(job_id, finished=False)
-            continue  # someone else created it in between: look at it again
+            return Attachment(job_id, finished=False)
         state = enum_value(job.state)
         if state in ACTIVE_JOB_STATES and not force_new:
             log.info(

@@ -6,9 +6,11 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
+import pytest
 from airflow.sdk import DAG
 from azure.batch import models as m
 
+from airflow_provider_azbatch.exceptions import AzureBatchValidationError
 from airflow_provider_azbatch.operators.job import AzureBatchJobOperator
 from tests.airflow_helpers import run_dag
 
@@ -80,15 +82,16 @@ def test_failed_task_fails_the_airflow_task_with_exit_code_and_stderr(airflow_db
 
 
 def test_invalid_input_fails_before_anything_is_submitted(airflow_db, azbatch_default, shared_pool, batch_client):
+    # (tests/provider/test_bad_input.py goes through every rule; here: one at definition, one at run.)
     before = {job.id for job in batch_client.list_jobs()}
-    with DAG("sync_bad_input", schedule=None, start_date=START) as dag:
+    with pytest.raises(AzureBatchValidationError, match=r"tasks\[0\]\.depends_on names 'b', which is not a task"):
         AzureBatchJobOperator(
             task_id="typo", pool_id=shared_pool, tasks=[{"id": "a", "command_line": "true", "depends_on": ["b"]}]
         )
+    with DAG("sync_bad_input", schedule=None, start_date=START) as dag:
         AzureBatchJobOperator(task_id="no_pool", pool_id="no-such-pool", command="true")
     run, logs = run_dag(dag)
     assert run.state == "failed"
-    assert "tasks[0].depends_on names 'b', which is not a task of this job" in "\n".join(logs)
     assert (
         "pool_id 'no-such-pool' does not exist in Batch account 'devbatchaccount1': create the pool first or give "
         "the id of an existing one"
