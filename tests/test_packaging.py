@@ -1,0 +1,87 @@
+"""The provider's wheel holds the provider only: no local Batch service, no pytest plugin, and it declares
+exactly the distributions its code imports."""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+# The distribution behind each top-level import of the provider (aiohttp: azure-core's async transport).
+DISTRIBUTIONS = {
+    "airflow": "apache-airflow",
+    "azure.batch": "azure-batch",
+    "azure.core": "azure-core",
+    "azure.identity": "azure-identity",
+    "azure.storage.blob": "azure-storage-blob",
+    "structlog": "structlog",
+}
+
+
+def _third_party_imports() -> set[str]:
+    stdlib = set(sys.stdlib_module_names)
+    found: set[str] = set()
+    for path in (ROOT / "airflow_provider_azbatch").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            for name in names:
+                top = name.split(".")[0]
+                if top in stdlib or top == "airflow_provider_azbatch":
+                    continue
+                found.add(
+                    next(key for key in DISTRIBUTIONS if name == key or name.startswith(f"{key}."))
+                    if top == "azure"
+                    else top
+                )
+    return found
+
+
+@pytest.mark.packaging
+def test_the_wheel_is_the_provider_alone(tmp_path):
+    source = tmp_path / "source"
+    shutil.copytree(
+        ROOT,
+        source,
+        ignore=shutil.ignore_patterns(
+            ".venv", "node_modules", ".git", ".test-home", "build", "*.egg-info", "__pycache__"
+        ),
+    )
+    wheels = tmp_path / "wheels"
+    result = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(wheels), str(source)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr
+    (wheel,) = wheels.glob("airflow_provider_azbatch-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        metadata = archive.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+        entry_points = archive.read(next(n for n in names if n.endswith(".dist-info/entry_points.txt"))).decode()
+    modules = {name.split("/")[0] for name in names if not name.startswith("airflow_provider_azbatch-")}
+    assert modules == {"airflow_provider_azbatch"}
+    assert not any("emulator" in name or "local_azure_batch" in name for name in names)
+    assert "airflow_provider_azbatch/py.typed" in names
+    assert "airflow_provider_azbatch/compute/data/vm_sizes.json" in names
+    assert entry_points.split() == [
+        "[apache_airflow_provider]",
+        "provider_info",
+        "=",
+        "airflow_provider_azbatch.get_provider_info:get_provider_info",
+    ]
+    required = {
+        line.split(":", 1)[1].strip().split(">")[0].split("<")[0].split("=")[0].split(";")[0].strip().lower()
+        for line in metadata.splitlines()
+        if line.startswith("Requires-Dist:") and "extra ==" not in line
+    }
+    imported = {DISTRIBUTIONS[name] for name in _third_party_imports()}
+    assert required == imported | {"aiohttp"}
