@@ -12,7 +12,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
-from airflow.sdk.exceptions import AirflowException, AirflowTaskTimeout, TaskDeferralError
+from airflow.sdk.exceptions import AirflowException, AirflowTaskTimeout, TaskDeferralError, TaskDeferralTimeout
 
 from airflow_provider_azbatch import config
 from airflow_provider_azbatch.enums import enum_value
@@ -39,8 +39,8 @@ from airflow_provider_azbatch.triggers.job import AzureBatchJobTrigger
 from airflow_provider_azbatch.triggers.wait import AzureBatchWaitTrigger
 from airflow_provider_azbatch.watching.core import JobWatcher
 from airflow_provider_azbatch.watching.drivers import run_sync
+from airflow_provider_azbatch.watching.factory import configured_watcher
 from airflow_provider_azbatch.watching.outages import DEFAULT_MAX_OUTAGE_SECONDS, OutagePolicy, WaitFailed
-from airflow_provider_azbatch.watching.output_log import log_emitter
 from airflow_provider_azbatch.watching.state import WatchState
 
 if TYPE_CHECKING:
@@ -389,7 +389,7 @@ class AzureBatchJobOperator(BaseOperator):
         Batch job must not run on unwatched, so it is terminated before the task fails."""
         try:
             return super().resume_execution(next_method, next_kwargs, context)
-        except TaskDeferralError:  # TaskDeferralTimeout included
+        except (TaskDeferralTimeout, TaskDeferralError):
             job_id = self._job_of(context)
             if job_id is not None:
                 self.log.error("The wait for Batch job %s ended without an event: terminating the job", job_id)
@@ -567,15 +567,7 @@ class AzureBatchJobOperator(BaseOperator):
         )
 
     def _watcher(self, state: WatchState) -> JobWatcher:
-        return JobWatcher(
-            state,
-            log_emitter(self.log),
-            stream_output=self.stream_output,
-            poll_interval=self.poll_interval,
-            max_read_bytes=config.get_int("max_read_bytes"),
-            idle_stream_seconds=config.get_float("idle_stream_interval"),
-            partial_line_seconds=config.get_float("partial_line_seconds"),
-        )
+        return configured_watcher(state, self.log, stream_output=self.stream_output, poll_interval=self.poll_interval)
 
     def _wait(self, watcher: JobWatcher) -> None:
         policy = OutagePolicy(watcher.state.job_id, self.max_outage)

@@ -20,8 +20,8 @@ from airflow_provider_azbatch.submission import validation as check
 from airflow_provider_azbatch.triggers.job import AzureBatchJobTrigger
 from airflow_provider_azbatch.watching.core import JobWatcher
 from airflow_provider_azbatch.watching.drivers import run_sync
+from airflow_provider_azbatch.watching.factory import configured_watcher
 from airflow_provider_azbatch.watching.outages import DEFAULT_MAX_OUTAGE_SECONDS
-from airflow_provider_azbatch.watching.output_log import log_emitter
 from airflow_provider_azbatch.watching.state import WatchState
 
 if TYPE_CHECKING:
@@ -110,15 +110,7 @@ class AzureBatchJobSensor(BaseSensorOperator):
         )
 
     def _watcher_for(self, state: WatchState) -> JobWatcher:
-        return JobWatcher(
-            state,
-            log_emitter(self.log),
-            stream_output=self.stream_output,
-            poll_interval=self.poke_interval,
-            max_read_bytes=config.get_int("max_read_bytes"),
-            idle_stream_seconds=config.get_float("idle_stream_interval"),
-            partial_line_seconds=config.get_float("partial_line_seconds"),
-        )
+        return configured_watcher(state, self.log, stream_output=self.stream_output, poll_interval=self.poke_interval)
 
     def execute(self, context: Context) -> Any:
         if self.deferrable:

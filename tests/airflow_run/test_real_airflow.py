@@ -56,7 +56,7 @@ def cluster(tmp_path_factory, batch):
     )
     try:
         cluster.start()
-        for dag_id in (DAG_ID, "azbatch_shared_pool_race", "azbatch_registry_secret"):
+        for dag_id in (DAG_ID, "azbatch_shared_pool_race", "azbatch_registry_secret", "azbatch_deferral_timeout"):
             cluster.wait_for_dag(dag_id)
         yield cluster
     finally:
@@ -231,3 +231,17 @@ def test_registry_password_is_nowhere_to_be_seen(cluster, batch_client):
     assert task.container_settings.registry.registry_server == "registry.example.test"
     assert task.container_settings.registry.password is None
     assert REGISTRY_PASSWORD not in json.dumps(batch_client.get_pool("container-pool").as_dict())
+
+
+def test_the_job_is_terminated_when_airflows_deferral_timeout_fires_first(cluster, batch_client):
+    from azure.batch import models as m
+
+    dag_id = "azbatch_deferral_timeout"
+    run_id = cluster.trigger(dag_id)
+    wait_until(lambda: cluster.run_state(dag_id, run_id) in ("success", "failed"), timeout=180, interval=1)
+    assert cluster.task_state(dag_id, run_id, "long") == "failed"
+    job = batch_client.get_job(default_job_id(dag_id, "long", run_id, -1))
+    assert job.state == m.BatchJobState.COMPLETED
+    assert job.execution_info.termination_reason == "AirflowDeferralEnded"
+    log = cluster.task_log(dag_id, run_id, "long")
+    assert any("ended without an event: terminating the job" in line for line in log)

@@ -1,0 +1,73 @@
+"""The trigger's checkpoints: bounded in rate, coalesced, off the poll's path, none too early."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from airflow_provider_azbatch.triggers.job import Checkpoints
+
+
+def test_writes_are_bounded_coalesced_and_the_last_state_is_kept():
+    written: list[dict] = []
+
+    async def write(state: dict) -> None:
+        await asyncio.sleep(0.01)  # a write through the execution API takes a while
+        written.append(state)
+
+    async def scenario() -> float:
+        checkpoints = Checkpoints(write, interval=0.2, not_before=time.time())
+        started = time.monotonic()
+        for poll in range(100):  # a poll every 10 ms, each moving the state
+            checkpoints.offer({"offset": poll})
+            await asyncio.sleep(0.01)
+        elapsed = time.monotonic() - started
+        await checkpoints.close(final=True)
+        return elapsed
+
+    elapsed = asyncio.run(scenario())
+    # At most one write per interval (plus the first and the final one), each of the latest state then.
+    assert len(written) <= elapsed / 0.2 + 2
+    assert len(written) >= 3
+    assert written[-1] == {"offset": 99}
+    offsets = [state["offset"] for state in written]
+    assert offsets == sorted(offsets)
+
+
+def test_nothing_is_written_before_not_before_nor_when_nothing_moved():
+    written: list[dict] = []
+
+    async def write(state: dict) -> None:
+        written.append(state)
+
+    async def scenario() -> None:
+        checkpoints = Checkpoints(write, interval=0.05, not_before=time.time() + 60)
+        checkpoints.offer({"offset": 0}, written=True)
+        checkpoints.offer({"offset": 0})  # the state the watch started from: nothing moved
+        checkpoints.offer({"offset": 5})
+        await asyncio.sleep(0.2)
+        await checkpoints.close(final=True)  # even a graceful stop writes nothing that early
+
+    asyncio.run(scenario())
+    assert written == []
+
+
+def test_offering_never_waits_for_a_write():
+    release = asyncio.Event
+
+    async def scenario() -> float:
+        gate = release()
+
+        async def slow_write(state: dict) -> None:
+            await gate.wait()
+
+        checkpoints = Checkpoints(slow_write, interval=0.0, not_before=0.0)
+        started = time.monotonic()
+        for poll in range(1000):
+            checkpoints.offer({"offset": poll})
+        spent = time.monotonic() - started
+        gate.set()
+        await checkpoints.close(final=False)
+        return spent
+
+    assert asyncio.run(scenario()) < 0.5
