@@ -261,6 +261,28 @@ CONFIG_OPTIONS: dict[str, Any] = {
         "example": "30",
         "default": "10",
     },
+    "workspace_max_mb": {
+        "description": "Largest workspace (uncompressed, after its ignore rules) the operator packs and stages.",
+        "version_added": "0.2.0",
+        "type": "float",
+        "example": "500",
+        "default": "100",
+    },
+    "workspace_container": {
+        "description": "Blob container (of the connection's storage account) where workspace archives are staged, "
+        "named by their content hash.",
+        "version_added": "0.2.0",
+        "type": "string",
+        "example": "team-code",
+        "default": "azbatch-workspaces",
+    },
+    "workspace_prefix": {
+        "description": "Blob path prefix of staged workspace archives (empty: at the container's root).",
+        "version_added": "0.2.0",
+        "type": "string",
+        "example": "airflow/workspaces",
+        "default": "",
+    },
     "max_read_bytes": {
         "description": "Most bytes read from one task file per poll; a file growing faster is caught up "
         "over the next polls, so memory stays bounded.",

@@ -1,8 +1,9 @@
 """A scheduled training pipeline on Azure Batch: prepare data, train on 2 GPU nodes, evaluate.
 
-- ``stage_code`` uploads the scripts in ``azbatch_training/`` to Blob under the run's own path: tasks
-  download the code of this DAG run, so editing a script needs no new container image and runs in
-  parallel do not see each other's code.
+- Every task gets the scripts of ``azbatch_training/`` (next to this file) as ``workspace/``: the
+  operator packs the directory, stages it in Blob under its content hash (once: unchanged code is not
+  uploaded again) and unpacks it before each task's command. Editing a script needs no new container
+  image; runs in parallel each get the code they were started with.
 - ``prepare`` fans out one task per shard on a shared CPU pool (created from requirements if missing,
   autoscaled from zero) and uploads the shards to the ``datasets`` container.
 - ``train`` runs in a container image on a pool made for the job from GPU requirements (deleted with
@@ -18,19 +19,16 @@ on Azure, at a Batch account and its storage account (and a GPU quota).
 from __future__ import annotations
 
 from datetime import datetime
-from pathlib import Path
 
-from airflow.sdk import DAG, task
+from airflow.sdk import DAG
 
 from airflow_provider_azbatch.operators.job import AzureBatchJobOperator
 from airflow_provider_azbatch.pools import BatchPool
 
-CODE = Path(__file__).parent / "azbatch_training"
+# The code every task gets as workspace/ (the path is taken from this file's directory).
+CODE = "azbatch_training"
 # Blob paths of this run (run ids hold ':' and '+', which make awkward blob names).
 RUN = "{{ run_id | replace(':', '') | replace('+', '') }}"
-CODE_INPUT = {"container": "code", "prefix": f"training/{RUN}/", "path": "code"}
-# Where the staged scripts land in a task's working directory (resource files keep the blob name).
-CODE_DIR = f"code/training/{RUN}"
 CPU_POOL = BatchPool.shared("azbatch-training-cpu", requirements={"cpus": 1, "memory": "2Gi"}, max_nodes=2)
 SHARDS = 4
 
@@ -42,28 +40,13 @@ with DAG(
     catchup=False,
     tags=["azure-batch", "example", "training"],
 ) as dag:
-
-    @task
-    def stage_code(run: str) -> list[str]:
-        from airflow_provider_azbatch.hooks.batch import AzureBatchHook
-
-        storage = AzureBatchHook().blob_storage("Staging the training code")
-        storage.ensure_container("code")
-        staged = []
-        with storage.service_client() as service:
-            container = service.get_container_client("code")
-            for script in sorted(CODE.glob("*.py")):
-                container.upload_blob(f"training/{run}/{script.name}", script.read_bytes(), overwrite=True)
-                staged.append(script.name)
-        return staged
-
     prepare = AzureBatchJobOperator(
         task_id="prepare",
         batch_pool=CPU_POOL,
-        command_template=f"python3 {CODE_DIR}/prepare.py --shard {{value}} --shards {SHARDS} --out shards",
+        workspace=CODE,
+        command_template=f"python3 workspace/prepare.py --shard {{value}} --shards {SHARDS} --out shards",
         parameters=list(range(SHARDS)),
         task_id_prefix="shard",
-        inputs=[CODE_INPUT],
         outputs=[{"pattern": "shards/*.csv", "path": f"prepared/{RUN}"}],
         output_container="datasets",
         poll_interval=1,
@@ -78,8 +61,9 @@ with DAG(
             'echo "node ready: master=$AZ_BATCH_MASTER_NODE hosts=$AZ_BATCH_HOST_LIST '
             'is_master=$AZ_BATCH_IS_CURRENT_NODE_MASTER"'
         ),
-        command=f"python3 {CODE_DIR}/train.py --data data --model-dir model --epochs 20",
-        inputs=[CODE_INPUT, {"container": "datasets", "prefix": f"prepared/{RUN}/", "path": "data"}],
+        workspace=CODE,
+        command="python3 workspace/train.py --data data --model-dir model --epochs 20",
+        inputs=[{"container": "datasets", "prefix": f"prepared/{RUN}/", "path": "data"}],
         outputs=[{"pattern": "model/*", "path": f"runs/{RUN}"}],
         output_container="models",
         max_wall_clock=4 * 3600,
@@ -89,10 +73,11 @@ with DAG(
     evaluate = AzureBatchJobOperator(
         task_id="evaluate",
         batch_pool=CPU_POOL,
-        command=f"python3 {CODE_DIR}/evaluate.py --models models",
-        inputs=[CODE_INPUT, {"container": "models", "prefix": f"runs/{RUN}/", "path": "models"}],
+        workspace=CODE,
+        command="python3 workspace/evaluate.py --models models",
+        inputs=[{"container": "models", "prefix": f"runs/{RUN}/", "path": "models"}],
         output_container="models",
         poll_interval=1,
     )
 
-    stage_code(RUN) >> prepare >> train >> evaluate
+    prepare >> train >> evaluate

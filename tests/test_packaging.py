@@ -21,6 +21,7 @@ DISTRIBUTIONS = {
     "azure.identity": "azure-identity",
     "azure.storage.blob": "azure-storage-blob",
     "structlog": "structlog",
+    "pathspec": "pathspec",
 }
 
 

@@ -47,18 +47,20 @@ from airflow_provider_azbatch.hooks.errors import (
 )
 from airflow_provider_azbatch.hooks.storage import BlobStorage, LogLocation
 from airflow_provider_azbatch.hooks.translate import (
+    NODE_TIMES_SELECT,
     OUTCOME_SELECT,
     POOL_SELECT,
     counts_of,
     file_info,
     id_filter,
     job_status_of,
+    node_times_of,
     state_filter,
     tail_range,
 )
 from airflow_provider_azbatch.results.outcomes import TaskOutcome
 from airflow_provider_azbatch.retries import Backoff
-from airflow_provider_azbatch.watching.state import FileEnd, FileInfo, JobStatus, TaskCounts
+from airflow_provider_azbatch.watching.state import FileEnd, FileInfo, JobStatus, NodeTimes, TaskCounts
 
 # azure-core logs every request and response at INFO; in a task log that drowns the task's output.
 _HTTP_LOGGER = logging.getLogger("azure.core.pipeline.policies.http_logging_policy")
@@ -180,6 +182,13 @@ class AzureBatchHook(BaseHook):
                 return FileEnd(b"", whole=True)
             data = self.client.download_node_file(pool_id, node_id, path, ocp_range=f"bytes={span[0]}-{span[1]}")
             return FileEnd(b"".join(data), whole=span[0] == 0)
+        except ResourceNotFoundError:
+            return None
+
+    def list_pool_nodes(self, pool_id: str) -> list[NodeTimes] | None:
+        """The pool's nodes with when each was allocated; None once the pool is gone."""
+        try:
+            return [node_times_of(node) for node in self.client.list_nodes(pool_id, select=NODE_TIMES_SELECT)]
         except ResourceNotFoundError:
             return None
 

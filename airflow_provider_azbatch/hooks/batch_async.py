@@ -24,15 +24,17 @@ from airflow_provider_azbatch.hooks.credentials import build_credential, client_
 from airflow_provider_azbatch.hooks.errors import error_code
 from airflow_provider_azbatch.hooks.storage import BlobStorage, LogLocation
 from airflow_provider_azbatch.hooks.translate import (
+    NODE_TIMES_SELECT,
     POOL_SELECT,
     counts_of,
     file_info,
     id_filter,
     job_status_of,
+    node_times_of,
     state_filter,
     tail_range,
 )
-from airflow_provider_azbatch.watching.state import FileEnd, FileInfo, JobStatus, TaskCounts
+from airflow_provider_azbatch.watching.state import FileEnd, FileInfo, JobStatus, NodeTimes, TaskCounts
 
 
 @dataclass
@@ -187,6 +189,12 @@ class AzureBatchAsyncHook(BaseHook):
                 pool_id, node_id, path, ocp_range=f"bytes={span[0]}-{span[1]}"
             )
             return FileEnd(b"".join([chunk async for chunk in stream]), whole=span[0] == 0)
+        except ResourceNotFoundError:
+            return None
+
+    async def list_pool_nodes(self, pool_id: str) -> list[NodeTimes] | None:
+        try:
+            return [node_times_of(n) async for n in self.client.list_nodes(pool_id, select=NODE_TIMES_SELECT)]
         except ResourceNotFoundError:
             return None
 

@@ -19,7 +19,13 @@ from urllib.parse import quote, urlsplit
 
 from azure.core.credentials import AzureNamedKeyCredential
 from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
-from azure.storage.blob import BlobServiceClient, ContainerSasPermissions, generate_container_sas
+from azure.storage.blob import (
+    BlobSasPermissions,
+    BlobServiceClient,
+    ContainerSasPermissions,
+    generate_blob_sas,
+    generate_container_sas,
+)
 
 from airflow_provider_azbatch.hooks.connection import AuthMethod, BatchConnectionSettings, ConnectionConfigError
 from airflow_provider_azbatch.hooks.credentials import build_credential
@@ -135,6 +141,48 @@ class BlobStorage:
         """Container URL a task can create and write blobs in; it cannot read, list or delete."""
         sas = self._sas(container, ContainerSasPermissions(write=True, create=True), lifetime)
         return f"{self.container_url(container)}?{sas}"
+
+    def blob_read_url(self, container: str, name: str, lifetime: timedelta) -> str:
+        """URL of one blob with a SAS that can read it and nothing else."""
+        now = datetime.now(timezone.utc)
+        start, expiry = now - _SKEW, now + lifetime
+        permission = BlobSasPermissions(read=True)
+        if self.settings.storage_account_key:
+            sas = generate_blob_sas(
+                self.account_name,
+                container,
+                name,
+                account_key=self.settings.storage_account_key,
+                permission=permission,
+                start=start,
+                expiry=expiry,
+            )
+        else:
+            with self.service_client() as service:
+                key = service.get_user_delegation_key(start, expiry)
+            sas = generate_blob_sas(
+                self.account_name,
+                container,
+                name,
+                user_delegation_key=key,
+                permission=permission,
+                start=start,
+                expiry=expiry,
+            )
+        return f"{self.container_url(container)}/{quote(name)}?{sas}"
+
+    def upload_if_missing(self, container: str, name: str, data: bytes) -> bool:
+        """Upload ``data`` as ``name`` unless a blob of that name exists (content-addressed names); True if uploaded."""
+        self.ensure_container(container)
+        with self.service_client() as service:
+            blob = service.get_blob_client(container, name)
+            if blob.exists():
+                return False
+            try:
+                blob.upload_blob(data, overwrite=False)
+            except ResourceExistsError:  # uploaded by someone else in between: the same bytes
+                return False
+        return True
 
     # -- reading blobs (the hook's own access, never a task's SAS) -------------------------------------
     def blob_size(self, container: str, name: str) -> int | None:

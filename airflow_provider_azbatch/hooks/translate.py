@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from airflow_provider_azbatch.enums import enum_value
-from airflow_provider_azbatch.watching.state import FileInfo, JobStatus, TaskCounts
+from airflow_provider_azbatch.watching.state import FileInfo, JobStatus, NodeTimes, TaskCounts
 
 POOL_SELECT = [
     "id",
@@ -50,3 +50,11 @@ def job_status_of(job: Any) -> JobStatus:
 def tail_range(size: int, max_bytes: int) -> tuple[int, int] | None:
     """The byte range (inclusive) of the last ``max_bytes`` of a file of ``size`` bytes."""
     return (max(0, size - max_bytes), size - 1) if size > 0 else None
+
+
+NODE_TIMES_SELECT = ["id", "isDedicated", "allocationTime"]
+
+
+def node_times_of(node: Any) -> NodeTimes:
+    allocated = getattr(node, "allocation_time", None)
+    return NodeTimes(node.id, bool(getattr(node, "is_dedicated", True)), allocated.isoformat() if allocated else None)

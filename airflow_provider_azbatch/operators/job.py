@@ -9,12 +9,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from functools import cached_property
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowException, AirflowTaskTimeout, TaskDeferralError, TaskDeferralTimeout
 
 from airflow_provider_azbatch import config
+from airflow_provider_azbatch.compute import load_catalog
 from airflow_provider_azbatch.enums import enum_value
 from airflow_provider_azbatch.exceptions import AzureBatchValidationError, QuotaReachedError
 from airflow_provider_azbatch.hooks.batch import AzureBatchHook
@@ -24,6 +26,7 @@ from airflow_provider_azbatch.links.job import LINK_XCOM_KEY, AzureBatchJobLink,
 from airflow_provider_azbatch.pools.health import PoolProblem
 from airflow_provider_azbatch.pools.preparation import prepare_pool
 from airflow_provider_azbatch.pools.strategy import BatchPool
+from airflow_provider_azbatch.results.cost import CostReport, auto_pool_cost, node_spans, shared_pool_cost
 from airflow_provider_azbatch.results.failure_report import failure_report
 from airflow_provider_azbatch.results.outcomes import JobOutcomes
 from airflow_provider_azbatch.results.summary import summary_lines
@@ -41,7 +44,10 @@ from airflow_provider_azbatch.watching.core import JobWatcher
 from airflow_provider_azbatch.watching.drivers import run_sync
 from airflow_provider_azbatch.watching.factory import configured_watcher
 from airflow_provider_azbatch.watching.outages import DEFAULT_MAX_OUTAGE_SECONDS, OutagePolicy, WaitFailed
-from airflow_provider_azbatch.watching.state import WatchState
+from airflow_provider_azbatch.watching.state import TERMINAL_JOB_STATES, WatchState
+from airflow_provider_azbatch.workspace.spec import METADATA_KEY as WORKSPACE_METADATA_KEY
+from airflow_provider_azbatch.workspace.spec import Workspace
+from airflow_provider_azbatch.workspace.staging import stage_workspaces
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -82,6 +88,15 @@ class _Checked:
     environment: dict[str, str] = field(default_factory=dict)
     metadata: dict[str, str] = field(default_factory=dict)
     display_name: str | None = None
+    workspace: Workspace | None = None
+
+
+def _workspaces(job: Any) -> list[str]:
+    """The content hashes of the workspaces the job's tasks got (recorded on the job at submission)."""
+    value = next(
+        (item.value for item in (getattr(job, "metadata", None) or []) if item.name == WORKSPACE_METADATA_KEY), ""
+    )
+    return [sha for sha in value.split(",") if sha]
 
 
 def _default_deferrable() -> bool:
@@ -129,6 +144,10 @@ class AzureBatchJobOperator(BaseOperator):
         ``image``, ``registry_conn_id``, ``container_run_options``, ``container_working_directory``).
     :param blob: a :class:`~airflow_provider_azbatch.submission.options.BlobOptions` (or the flat ``inputs``,
         ``outputs``, ``output_container``, ``upload_logs``, ``logs_prefix``, ``output_identity``).
+    :param workspace: a local directory (absolute, or relative to the DAG file), or a
+        :class:`~airflow_provider_azbatch.workspace.Workspace`: packed (ignore rules, size limit), staged in
+        Blob once per content and unpacked into every task's ``workspace/`` (``$AZBATCH_WORKSPACE``) before its
+        command runs; a task's own ``workspace`` wins.
 
     Waiting:
 
@@ -156,6 +175,7 @@ class AzureBatchJobOperator(BaseOperator):
         "fan_out",
         "containers",
         "blob",
+        "workspace",
     )
     template_fields_renderers = {
         "tasks": "json",
@@ -186,6 +206,7 @@ class AzureBatchJobOperator(BaseOperator):
         coordination_command: str | None = None,
         containers: ContainerOptions | None = None,
         blob: BlobOptions | None = None,
+        workspace: str | Workspace | None = None,
         azbatch_conn_id: str | None = None,
         deferrable: bool | None = None,
         poll_interval: float | None = None,
@@ -258,6 +279,7 @@ class AzureBatchJobOperator(BaseOperator):
             },
             BlobOptions,
         )
+        self.workspace = workspace
         self.job_id = job_id
         self.display_name = display_name
         self.environment = environment
@@ -413,16 +435,17 @@ class AzureBatchJobOperator(BaseOperator):
             self.blob.check(self._names["blob"])
         if ready(self.containers):
             self.containers.check(self._names["containers"])
+        if ready(self.workspace):
+            checked.workspace = Workspace.parse(self.workspace, "workspace")
         if self.job_id is not None and ready(self.job_id):
             check.batch_id(self.job_id, "job_id", "Batch job id")
         if ready(self.environment):
             checked.environment = check.environment(self.environment, "environment")
         if ready(self.metadata):
             checked.metadata = check.metadata(self.metadata, "metadata")
-            if LogLocation.METADATA_KEY in checked.metadata:
-                raise check.fail(
-                    f"metadata[{LogLocation.METADATA_KEY!r}]", "is set by the operator itself: use another name"
-                )
+            for reserved in (LogLocation.METADATA_KEY, WORKSPACE_METADATA_KEY):
+                if reserved in checked.metadata:
+                    raise check.fail(f"metadata[{reserved!r}]", "is set by the operator itself: use another name")
         if ready(self.display_name):
             checked.display_name = check.text(self.display_name, "display_name", max_chars=check.MAX_DISPLAY_NAME)
         if self.batch_pool is None and ready(self.pool_id):
@@ -450,9 +473,19 @@ class AzureBatchJobOperator(BaseOperator):
                 outputs,
                 timedelta(hours=config.get_float("sas_hours")),
             )
+            extras.workspaces, packed = stage_workspaces(
+                self.hook,
+                specs,
+                checked.workspace,
+                Path(context["dag"].fileloc).parent,
+                timedelta(hours=config.get_float("sas_hours")),
+                self.log,
+            )
             pool_id, auto_pool = prepare_pool(
                 self.hook, pool, specs, job_image=self.containers.image, registry=registry, log=self.log
             )
+        if packed:
+            metadata[WORKSPACE_METADATA_KEY] = ",".join(workspace.sha256 for workspace in packed)
         if extras.log_container:
             # Kept with the job, so that anyone watching it later (the sensor, the CLI) finds its uploaded logs.
             metadata[LogLocation.METADATA_KEY] = LogLocation(extras.log_container, self.blob.logs_prefix).to_metadata()
@@ -564,6 +597,7 @@ class AzureBatchJobOperator(BaseOperator):
             log_location=LogLocation(extras.log_container, self.blob.logs_prefix).to_json()
             if extras.log_container
             else None,
+            auto_pool_vm_size=str(submission.auto_pool["vmSize"]) if submission.auto_pool else None,
         )
 
     def _watcher(self, state: WatchState) -> JobWatcher:
@@ -636,11 +670,14 @@ class AzureBatchJobOperator(BaseOperator):
         hook = self.hook
         job_id = watcher.state.job_id
         outcomes = JobOutcomes.collect(hook.list_task_outcomes(job_id))
-        job = hook.get_job(job_id, select=["id", "state", "executionInfo"])
+        job = hook.get_job(job_id, select=["id", "state", "executionInfo", "metadata"])
         reason = getattr(job.execution_info, "termination_reason", None) if job is not None else None
         counts = hook.get_task_counts(job_id)
         self.log.info("Batch job %s: %d of %d tasks succeeded", job_id, counts.succeeded, outcomes.total)
         for line in summary_lines(job_id, outcomes):
+            self.log.info("%s", line)
+        cost = self._cost(watcher, job, outcomes)
+        for line in cost.lines() if cost is not None else []:
             self.log.info("%s", line)
         report = None
         if outcomes.unsuccessful:
@@ -665,7 +702,33 @@ class AzureBatchJobOperator(BaseOperator):
             "task_counts": counts.to_json(),
             "tasks": {outcome.id: outcome.to_json() for outcome in outcomes.listed},
             "tasks_truncated": outcomes.total > len(outcomes.listed),
+            "workspaces": _workspaces(job),
+            "cost": cost.to_json() if cost is not None else None,
         }
+
+    def _cost(self, watcher: JobWatcher, job: Any, outcomes: JobOutcomes) -> CostReport | None:
+        """What the job cost (an estimate from list prices); None when its pool is not known any more."""
+        state = watcher.state
+        pool_id = state.pool_id or getattr(getattr(job, "execution_info", None), "pool_id", None)
+        try:
+            catalog = load_catalog()
+            if state.auto_pool_vm_size is not None:
+                ended = getattr(getattr(job, "execution_info", None), "end_time", None) or datetime.now(timezone.utc)
+                job_state = enum_value(job.state) if job is not None else state.job_state
+                if job_state not in TERMINAL_JOB_STATES and pool_id:
+                    # Still running (a job kept for on_finish_action, a timeout): its nodes as they are now.
+                    watcher.observe_nodes(self.hook.list_pool_nodes(pool_id), time.time())
+                return auto_pool_cost(state.auto_pool_vm_size, node_spans(state.nodes, ended), outcomes.listed, catalog)
+            if pool_id is None:
+                return None
+            pool = self.hook.get_pool(pool_id, select=["id", "vmSize", "taskSlotsPerNode"])
+            if pool is None:
+                return None
+            dedicated = {node.id: node.dedicated for node in self.hook.list_pool_nodes(pool_id) or []}
+            return shared_pool_cost(pool.vm_size, pool.task_slots_per_node or 1, dedicated, outcomes.listed, catalog)
+        except Exception as exc:  # an estimate must never fail the task
+            self.log.warning("No cost estimate for Batch job %s: %s", state.job_id, describe_error(exc))
+            return None
 
     def _clean_up(self, context: Context, job_id: str, *, succeeded: bool) -> None:
         if self.on_finish_action == "delete_job" or (self.on_finish_action == "delete_succeeded_job" and succeeded):

@@ -52,7 +52,7 @@ def diagnose(pool: Any, stuck_nodes: list[Any], stderr_tail: list[str], idle_nod
         )
     run = pool.auto_scale_run
     if pool.enable_auto_scale and run is not None and run.error is not None and current == 0:
-        details = "; ".join(f"{v.name}={v.value}" for v in (run.error.values or []))
+        details = "; ".join(f"{v.name}={v.value}" for v in (run.error.error_values or []))
         return PoolProblem(
             f"Pool {pool.id} cannot scale up: its autoscale formula failed ({run.error.code}: {run.error.message}"
             + (f"; {details}" if details else "")

@@ -9,9 +9,26 @@ from typing import Any
 
 from azure.batch import models as batch_models
 
+from airflow_provider_azbatch.submission import validation as check
 from airflow_provider_azbatch.submission.blob_io import InputSpec, OutputSpec
 from airflow_provider_azbatch.submission.containers import RegistryCredentials, container_settings
+from airflow_provider_azbatch.submission.shell import shell_command
 from airflow_provider_azbatch.submission.tasks import DEFAULT_COORDINATION_COMMAND, TaskSpec
+from airflow_provider_azbatch.submission.validation import MAX_COMMAND_BYTES
+from airflow_provider_azbatch.workspace.delivery import StagedWorkspace
+
+
+def _command_line(task_id: str, field_name: str, script: str) -> str:
+    """The script handed to a shell (the node runs command lines without one), within the node's limit."""
+    command = shell_command(script)
+    size = len(command.encode("utf-8"))
+    if size > MAX_COMMAND_BYTES:
+        raise check.fail(
+            f"task {task_id!r} {field_name}",
+            f"is {size} bytes long as sent (with its shell and workspace set-up); a node runs at most "
+            f"{MAX_COMMAND_BYTES} bytes as one command: stage long scripts as a file (workspace=) and run that",
+        )
+    return command
 
 
 @dataclass
@@ -32,6 +49,8 @@ class TaskExtras:
     log_container: str | None = None
     # (job id, task id) -> blob path of the task's uploaded logs, when logs are uploaded.
     log_path: Callable[[str, str], str] | None = None
+    # The staged workspace of each task that has one, by task id.
+    workspaces: Mapping[str, StagedWorkspace] = field(default_factory=dict)
 
     def container_settings(self, task_image: str | None) -> batch_models.BatchTaskContainerSettings | None:
         image = task_image or self.image
@@ -129,15 +148,26 @@ class JobSubmission:
             constraints = batch_models.BatchTaskConstraints(
                 max_task_retry_count=retries, max_wall_clock_time=wall_clock
             )
+        staged = extras.workspaces.get(task.id)
+        resource_files = extras.resource_files(task.inputs)
         multi = None
+        command = task.command_line
         if task.num_nodes > 1:
+            coordination = task.coordination_command or DEFAULT_COORDINATION_COMMAND
+            if staged is not None:
+                coordination = f"{staged.coordination_prelude()}\n{coordination}"
+                command = f"{staged.primary_prelude()}\n{command}"
             multi = batch_models.MultiInstanceSettings(
                 number_of_instances=task.num_nodes,
-                coordination_command_line=task.coordination_command or DEFAULT_COORDINATION_COMMAND,
+                coordination_command_line=_command_line(task.id, "coordination_command", coordination),
+                common_resource_files=[staged.resource_file(shared=True)] if staged is not None else None,
             )
+        elif staged is not None:
+            command = f"{staged.prelude()}\n{command}"
+            resource_files.append(staged.resource_file(shared=False))
         return batch_models.BatchTaskCreateOptions(
             id=task.id,
-            command_line=task.command_line,
+            command_line=_command_line(task.id, "command_line", command),
             display_name=task.display_name,
             environment_settings=[batch_models.EnvironmentSetting(name=k, value=v) for k, v in task.environment.items()]
             or None,
@@ -146,6 +176,6 @@ class JobSubmission:
             required_slots=task.required_slots,
             multi_instance_settings=multi,
             container_settings=extras.container_settings(task.image),
-            resource_files=extras.resource_files(task.inputs) or None,
+            resource_files=resource_files or None,
             output_files=extras.output_files(self.job_id, task.id, task.outputs) or None,
         )

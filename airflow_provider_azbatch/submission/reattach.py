@@ -75,8 +75,8 @@ def submit(hook: Any, submission: JobSubmission) -> bool:
     Safe to repeat: an existing job is left as it is and tasks already added count as added, so a crash
     anywhere in here is mended by calling it again (a retry of the Airflow task does).
     """
+    tasks = submission.task_options()  # built first: what it refuses, it refuses before anything is created
     created: bool = hook.create_job(submission.job_options())
-    tasks = submission.task_options()
     if tasks:
         hook.add_tasks(submission.job_id, tasks)
     if submission.terminate_when_done:

@@ -10,6 +10,7 @@ from typing import Any
 
 from airflow_provider_azbatch.submission import validation as check
 from airflow_provider_azbatch.submission.blob_io import InputSpec, OutputSpec, parse_inputs, parse_outputs
+from airflow_provider_azbatch.workspace.spec import Workspace
 
 TASK_FIELDS = (
     "id",
@@ -25,6 +26,7 @@ TASK_FIELDS = (
     "coordination_command",
     "inputs",
     "outputs",
+    "workspace",
 )
 # What a multi-node task's instances run before the primary's command when none is given.
 DEFAULT_COORDINATION_COMMAND = "true"
@@ -35,7 +37,8 @@ class TaskSpec:
     """One Batch task: ``id`` and ``command_line`` (run by ``/bin/sh -c`` on Linux nodes), optionally
     ``environment``, ``max_retries``, ``max_wall_clock`` (timedelta or seconds), ``depends_on`` (ids),
     ``required_slots``, ``display_name``, ``image`` (run in this container image), ``num_nodes`` with
-    ``coordination_command`` (a multi-node task), ``inputs`` and ``outputs`` (Blob; see blob_io)."""
+    ``coordination_command`` (a multi-node task), ``inputs`` and ``outputs`` (Blob; see blob_io),
+    ``workspace`` (a local directory unpacked into ``workspace/``; see :mod:`airflow_provider_azbatch.workspace`)."""
 
     id: str
     command_line: str
@@ -50,6 +53,7 @@ class TaskSpec:
     coordination_command: str | None = None
     inputs: tuple[InputSpec, ...] = ()
     outputs: tuple[OutputSpec, ...] = ()
+    workspace: Workspace | None = None
 
     @classmethod
     def parse(cls, value: Any, where: str) -> TaskSpec:
@@ -97,6 +101,7 @@ class TaskSpec:
             coordination_command=coordination,
             inputs=parse_inputs(value.get("inputs"), f"{where}.inputs"),
             outputs=parse_outputs(value.get("outputs"), f"{where}.outputs"),
+            workspace=Workspace.parse(value.get("workspace"), f"{where}.workspace"),
         )
 
 

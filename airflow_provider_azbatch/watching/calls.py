@@ -27,6 +27,7 @@ READ_METHODS = (
     "get_pool_snapshot",
     "list_nodes_in_states",
     "read_node_file_tail",
+    "list_pool_nodes",
 )
 
 

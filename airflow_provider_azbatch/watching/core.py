@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
 
 from airflow_provider_azbatch.pools.health import PoolProblem, check_pool
@@ -32,6 +33,7 @@ from airflow_provider_azbatch.watching.state import (
     TERMINAL_JOB_STATES,
     FileInfo,
     JobStatus,
+    NodeTimes,
     StreamCursor,
     TaskCounts,
     WatchState,
@@ -40,6 +42,9 @@ from airflow_provider_azbatch.watching.streams import Tail
 
 # Even when task counts do not move, look at the job itself this often.
 JOB_STATE_CHECK_SECONDS = 60.0
+# A pool made for the job: its nodes are listed when the counts move and at least this often (its node
+# time is what the job cost, and the pool goes with the job).
+NODE_SAMPLE_SECONDS = 60.0
 # A quiet stream is listed every poll for this many looks, then half as often, and so on.
 QUIET_LOOKS_PER_LEVEL = 4
 DEFAULT_IDLE_STREAM_SECONDS = 30.0
@@ -98,6 +103,7 @@ class JobWatcher:
         # Scheduling of this process's own looks: not part of the state (a resumed watch looks at once).
         self.last_job_check: float | None = None
         self.last_pool_check: float | None = None
+        self.last_node_sample: float | None = None
         self._tails: dict[tuple[str, str], Tail] = {}
         self._looks: dict[str, _Look] = {}
 
@@ -126,6 +132,11 @@ class JobWatcher:
             self.last_pool_check = now
             assert state.pool_id is not None
             self._observe_pool((yield from check_pool(state.pool_id)))
+        if self._node_sample_due(now, moved):
+            self.last_node_sample = now
+            assert state.pool_id is not None
+            (nodes,) = yield from ask(Call("list_pool_nodes", (state.pool_id,)))
+            self.observe_nodes(nodes, now)
         refresh = self._tasks_to_refresh()
         if refresh and (moved or any(state.task_states.get(task) is None for task in refresh)):
             (states,) = yield from ask(Call("list_task_states", (state.job_id, tuple(refresh))))
@@ -173,6 +184,25 @@ class JobWatcher:
             and state.job_state not in TERMINAL_JOB_STATES
             and (self.last_pool_check is None or now - self.last_pool_check >= state.pool_check_interval)
         )
+
+    def _node_sample_due(self, now: float, moved: bool) -> bool:
+        state = self.state
+        if state.auto_pool_vm_size is None or state.pool_id is None or state.job_state in TERMINAL_JOB_STATES:
+            return False
+        return moved or self.last_node_sample is None or now - self.last_node_sample >= NODE_SAMPLE_SECONDS
+
+    def observe_nodes(self, nodes: list[NodeTimes] | None, now: float) -> None:
+        """Record the pool's nodes: new ones with their allocation time; those no longer listed have left."""
+        seen = datetime.fromtimestamp(now, timezone.utc).isoformat()
+        listed = {node.id for node in nodes or []}
+        for node in nodes or []:
+            record = self.state.nodes.setdefault(
+                node.id, {"dedicated": node.dedicated, "allocated": node.allocated or seen, "gone": False}
+            )
+            record["seen"] = seen
+        for node_id, record in self.state.nodes.items():
+            if node_id not in listed:
+                record["gone"] = True
 
     def _observe_pool(self, problem: PoolProblem | None) -> None:
         """Raise the problem if it is certain, or seen at two looks in a row."""

@@ -38,6 +38,15 @@ class JobStatus:
 
 
 @dataclass(frozen=True)
+class NodeTimes:
+    """A node as the pool lists it: whether it is dedicated, and when it was allocated (ISO 8601)."""
+
+    id: str
+    dedicated: bool
+    allocated: str | None
+
+
+@dataclass(frozen=True)
 class FileInfo:
     """A task file as a listing shows it: its size, and when it was created (a new file: the task restarted)."""
 
@@ -77,6 +86,10 @@ class WatchState:
     pool_suspect: bool = False
     # Where the tasks' logs are uploaded (container and prefix), read once a node is gone.
     log_location: dict[str, str] | None = None
+    # A pool made for the job (deleted with it): its VM size, and its nodes as seen while the job ran
+    # (node id -> {"dedicated", "allocated", "seen", "gone"}), for what the job cost.
+    auto_pool_vm_size: str | None = None
+    nodes: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -92,6 +105,8 @@ class WatchState:
             "pool_check_interval": self.pool_check_interval,
             "pool_suspect": self.pool_suspect,
             "log_location": self.log_location,
+            "auto_pool_vm_size": self.auto_pool_vm_size,
+            "nodes": {node: dict(record) for node, record in self.nodes.items()},
         }
 
     @classmethod

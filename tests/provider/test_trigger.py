@@ -137,21 +137,22 @@ def test_a_deleted_job_fails_fast(azbatch_default, shared_pool):
 
 def test_triggers_of_one_connection_share_one_client(azbatch_default, shared_pool):
     hook = AzureBatchHook()
-    jobs = [_job(hook, shared_pool, [TaskSpec(id="t", command_line=f"sleep 0.{i}")]) for i in range(1, 6)]
+    jobs = [_job(hook, shared_pool, [TaskSpec(id="t", command_line=f"sleep 1.{i}")]) for i in range(1, 6)]
 
     async def run_all():
         triggers = [
             AzureBatchJobTrigger("azbatch_default", WatchState(job_id=j, expected_tasks=1).to_json(), poll_interval=0.2)
             for j in jobs
         ]
-        runs = [asyncio.create_task(anext(t.run())) for t in triggers]
-        await asyncio.sleep(0.5)
-        open_while_running = batch_async.open_client_count()
-        events = await asyncio.wait_for(asyncio.gather(*runs), 60)
-        return open_while_running, events
+        runs = asyncio.gather(*(anext(t.run()) for t in triggers))
+        open_clients = set()
+        while not runs.done():  # sample how many clients are open while the five triggers run
+            open_clients.add(batch_async.open_client_count())
+            await asyncio.wait([runs], timeout=0.05)
+        return open_clients, runs.result()
 
-    open_while_running, events = asyncio.run(run_all())
-    assert open_while_running == 1
+    open_clients, events = asyncio.run(asyncio.wait_for(run_all(), 60))
+    assert open_clients == {0, 1}  # none before the first trigger starts, then one shared by all five
     assert [event.payload["status"] for event in events] == ["done"] * 5
     assert batch_async.open_client_count() == 0
 

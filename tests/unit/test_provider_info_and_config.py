@@ -103,6 +103,9 @@ def test_every_config_option_is_documented(info):
         "checkpoint_interval",
         "idle_stream_interval",
         "partial_line_seconds",
+        "workspace_max_mb",
+        "workspace_container",
+        "workspace_prefix",
     }
     for name, option in options.items():
         assert isinstance(option["description"], str), name

@@ -7,6 +7,7 @@ from datetime import timedelta
 import pytest
 from azure.batch import models as batch_models
 
+from airflow_provider_azbatch.exceptions import AzureBatchValidationError
 from airflow_provider_azbatch.submission.job import JobSubmission
 from airflow_provider_azbatch.submission.tasks import TASK_FIELDS, TaskSpec, parse_tasks
 
@@ -70,6 +71,7 @@ def test_task_fields():
         "coordination_command",
         "inputs",
         "outputs",
+        "workspace",
     )
 
 
@@ -133,7 +135,7 @@ def test_task_options_every_field():
     (options,) = _submission(tasks=[spec], default_retries=3, default_wall_clock=timedelta(hours=1)).task_options()
     assert options.as_dict() == {
         "id": "t1",
-        "commandLine": "echo $A",
+        "commandLine": "/bin/sh -c 'echo $A'",
         "displayName": "First",
         "environmentSettings": [{"name": "A", "value": "1"}, {"name": "B", "value": "two"}],
         "constraints": {"maxTaskRetryCount": 0, "maxWallClockTime": "PT01M30S"},
@@ -155,7 +157,7 @@ def test_task_options_defaults(retries, wall_clock, constraints):
     (options,) = _submission(
         tasks=[TaskSpec("t1", "x")], default_retries=retries, default_wall_clock=wall_clock
     ).task_options()
-    expected = {"id": "t1", "commandLine": "x"}
+    expected = {"id": "t1", "commandLine": "/bin/sh -c x"}
     if constraints:
         expected["constraints"] = constraints
     assert options.as_dict() == expected
@@ -163,7 +165,11 @@ def test_task_options_defaults(retries, wall_clock, constraints):
 
 def test_multi_node_task_options():
     (options,) = _submission(tasks=[TaskSpec("m", "torchrun x", num_nodes=2)]).task_options()
-    assert options.as_dict()["multiInstanceSettings"] == {"numberOfInstances": 2, "coordinationCommandLine": "true"}
+    assert options.as_dict()["commandLine"] == "/bin/sh -c 'torchrun x'"
+    assert options.as_dict()["multiInstanceSettings"] == {
+        "numberOfInstances": 2,
+        "coordinationCommandLine": "/bin/sh -c true",
+    }
 
 
 def test_job_options_minimal():
@@ -196,11 +202,28 @@ def test_job_options_every_field():
 def test_task_options_apply_the_job_defaults():
     submission = _submission(default_retries=4, default_wall_clock=timedelta(minutes=10))
     assert [options.as_dict() for options in submission.task_options()] == [
-        {"id": "a", "commandLine": "echo a", "constraints": {"maxTaskRetryCount": 1, "maxWallClockTime": "PT10M00S"}},
+        {
+            "id": "a",
+            "commandLine": "/bin/sh -c 'echo a'",
+            "constraints": {"maxTaskRetryCount": 1, "maxWallClockTime": "PT10M00S"},
+        },
         {
             "id": "b",
-            "commandLine": "echo b",
+            "commandLine": "/bin/sh -c 'echo b'",
             "constraints": {"maxTaskRetryCount": 4, "maxWallClockTime": "PT30S"},
             "dependsOn": {"taskIds": ["a"]},
         },
     ]
+
+
+def test_command_lines_are_handed_to_a_shell_and_stay_within_the_node_limit():
+    # The service runs a command line without a shell; the provider's commands are shell commands.
+    (options,) = _submission(tasks=[TaskSpec("q", "echo 'it''s' | wc -c; exit $?")]).task_options()
+    assert options.command_line == "/bin/sh -c 'echo '\"'\"'it'\"'\"''\"'\"'s'\"'\"' | wc -c; exit $?'"
+    quoted = "'" * 40000  # every quote takes five characters once quoted for the shell
+    with pytest.raises(AzureBatchValidationError) as info:
+        _submission(tasks=[TaskSpec("q", f"echo {quoted}")]).task_options()
+    assert str(info.value).startswith("task 'q' command_line is ")
+    assert "bytes long as sent (with its shell and workspace set-up); a node runs at most 131071 bytes" in str(
+        info.value
+    )

@@ -450,6 +450,8 @@ def test_watch_state_json_round_trip_holds_no_clock_readings():
         "pool_check_interval": 30.0,
         "pool_suspect": False,
         "log_location": None,
+        "auto_pool_vm_size": None,
+        "nodes": {},
     }
     assert WatchState.from_json(data) == watcher.state
 
@@ -483,3 +485,41 @@ def test_cursor_json():
 
 def test_id_filter_quotes_ids():
     assert id_filter(["a", "it's"]) == "id eq 'a' or id eq 'it''s'"
+
+
+def test_the_nodes_of_a_pool_made_for_the_job_are_recorded_with_when_they_left():
+    from airflow_provider_azbatch.watching.state import NodeTimes
+
+    @dataclass
+    class AutoPoolJob(Batch):
+        nodes: list = field(default_factory=list)
+
+        def list_pool_nodes(self, pool_id):
+            self._called("list_pool_nodes")
+            return list(self.nodes)
+
+    watcher, _ = _watcher(expected=2, auto_pool_vm_size="standard_d2s_v3")
+    batch = AutoPoolJob(
+        counts=TaskCounts(running=2),
+        job=JobStatus("active", pool_id="auto-1"),
+        nodes=[NodeTimes("n1", True, "2026-12-01T10:00:00+00:00"), NodeTimes("n2", False, "2026-12-01T10:00:05+00:00")],
+    )
+    _step(watcher, batch, now=1_764_583_300.0)
+    _step(watcher, batch, now=1_764_583_301.0)  # nothing moved, within the sample interval: no listing
+    assert batch.calls["list_pool_nodes"] == 1
+    batch.nodes = batch.nodes[:1]
+    _step(watcher, batch, now=1_764_583_300.0 + 60)
+    assert watcher.state.nodes == {
+        "n1": {
+            "dedicated": True,
+            "allocated": "2026-12-01T10:00:00+00:00",
+            "gone": False,
+            "seen": "2025-12-01T10:02:40+00:00",
+        },
+        "n2": {
+            "dedicated": False,
+            "allocated": "2026-12-01T10:00:05+00:00",
+            "gone": True,
+            "seen": "2025-12-01T10:01:40+00:00",
+        },
+    }

@@ -67,7 +67,6 @@ def test_training_pipeline_example_runs_green(airflow_db, azbatch_with_storage, 
     run, logs = run_dag(dag)
     assert run.state == "success", "\n".join(logs[-40:])
     assert {ti.task_id: ti.state for ti in run.get_task_instances()} == {
-        "stage_code": "success",
         "prepare": "success",
         "train": "success",
         "evaluate": "success",
@@ -82,10 +81,13 @@ def test_training_pipeline_example_runs_green(airflow_db, azbatch_with_storage, 
     service = BlobServiceClient(azurite.url, credential={"account_name": azurite.account, "account_key": azurite.key})
     models = [blob.name for blob in service.get_container_client("models").list_blobs(name_starts_with="runs/")]
     assert any(name.endswith("/model.json") for name in models)
-    # The code is staged under the run's own path, so concurrent runs cannot swap each other's scripts.
-    run_path = run.run_id.replace(":", "").replace("+", "")
-    code = sorted(
-        blob.name for blob in service.get_container_client("code").list_blobs(name_starts_with=f"training/{run_path}/")
-    )
-    assert code == [f"training/{run_path}/{name}" for name in ("evaluate.py", "prepare.py", "train.py")]
+    # The code is staged once, by content: the three Airflow tasks share one archive.
+    staged = [blob.name for blob in service.get_container_client("azbatch-workspaces").list_blobs()]
+    assert len(staged) == 1
+    assert staged[0].startswith("workspace-")
+    assert sum("already staged in azbatch-workspaces/" in line for line in logs) == 2
+    short = staged[0].removeprefix("workspace-").removesuffix(".tar.gz")
+    for task_id in ("prepare", "train", "evaluate"):
+        (sha,) = run.get_task_instance(task_id).xcom_pull(task_ids=task_id)["workspaces"]
+        assert sha.startswith(short)
     service.close()

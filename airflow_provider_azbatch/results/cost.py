@@ -1,0 +1,185 @@
+"""What a job cost, estimated from the service's node and task times and the catalog's list prices. No I/O.
+
+Batch bills node time. A pool made for the job (auto pool) is the job's alone: its nodes' time, from
+allocation until they left the pool (or the job ended, taking the pool with it), is what the job cost,
+and the time no task ran on them is paid idle time. A shared or existing pool serves other jobs too: the
+job is charged for its tasks' time at the node's price per task slot.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from airflow_provider_azbatch.compute import VmCatalog
+from airflow_provider_azbatch.compute.errors import UnknownVmSizeError
+from airflow_provider_azbatch.results.outcomes import TaskOutcome
+
+
+@dataclass(frozen=True)
+class NodeSpan:
+    """One node's paid time: allocated, until it left the pool (or the job's end)."""
+
+    node_id: str
+    dedicated: bool
+    start: datetime
+    end: datetime
+
+    @property
+    def seconds(self) -> float:
+        return max(0.0, (self.end - self.start).total_seconds())
+
+
+@dataclass
+class CostReport:
+    basis: str  # "node time" (auto pool) or "task time per slot" (shared or existing pool)
+    vm_size: str
+    region: str
+    prices_date: str
+    node_seconds: dict[str, float] = field(default_factory=dict)  # "dedicated" / "spot" -> seconds
+    task_seconds: float = 0.0
+    busy_node_seconds: float | None = None
+    estimate_usd: float | None = None
+    hourly_usd: float | None = None
+    slots_per_node: int = 1
+
+    @property
+    def idle_share(self) -> float | None:
+        paid = sum(self.node_seconds.values())
+        if self.busy_node_seconds is None or paid <= 0:
+            return None
+        return max(0.0, 1 - self.busy_node_seconds / paid)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "estimate_usd": None if self.estimate_usd is None else round(self.estimate_usd, 4),
+            "basis": self.basis,
+            "vm_size": self.vm_size,
+            "region": self.region,
+            "prices_date": self.prices_date,
+            "node_seconds": {key: round(value, 1) for key, value in self.node_seconds.items()},
+            "task_seconds": round(self.task_seconds, 1),
+            "idle_share": None if self.idle_share is None else round(self.idle_share, 3),
+        }
+
+    def lines(self) -> list[str]:
+        price = (
+            f"${self.estimate_usd:.4f}"
+            if self.estimate_usd is not None
+            else f"no estimate ({self.vm_size} is not in the catalog)"
+        )
+        lines = [
+            f"Cost estimate: {price} (list prices, {self.region}, as of {self.prices_date}; spot and low-priority "
+            "nodes at the list price, an upper bound)"
+        ]
+        for priority, seconds in sorted(self.node_seconds.items()):
+            lines.append(f"  node time: {seconds / 3600:.3f} h of {self.vm_size} ({priority})")
+        lines.append(f"  Batch task time: {self.task_seconds / 3600:.3f} h")
+        if self.basis == "task time per slot":
+            lines.append(
+                f"  the pool is shared: charged by task time x the node's price per slot ({self.vm_size}, "
+                f"{self.slots_per_node} slot(s) per node"
+                + (f", ${self.hourly_usd:.4f}/h per node)" if self.hourly_usd is not None else ")")
+            )
+        elif self.idle_share is not None:
+            lines.append(f"  idle: {self.idle_share:.0%} of the paid node time ran no task")
+        return lines
+
+
+def node_spans(records: Mapping[str, Mapping[str, Any]], ended: datetime) -> list[NodeSpan]:
+    """The paid time of each node the watch saw: until it left the pool, or until the job ended (its pool
+    goes with it; Batch stops billing once the node is deallocated, a little later: an estimate)."""
+    spans = []
+    for node_id, record in records.items():
+        start = datetime.fromisoformat(record["allocated"])
+        end = datetime.fromisoformat(record["seen"]) if record.get("gone") else ended
+        spans.append(NodeSpan(node_id, bool(record.get("dedicated", True)), start, max(start, end)))
+    return spans
+
+
+def _busy_seconds(outcomes: Iterable[TaskOutcome]) -> float:
+    """Per node, the time at least one task ran on it (overlapping tasks count once)."""
+    spans: dict[str, list[tuple[datetime, datetime]]] = defaultdict(list)
+    for outcome in outcomes:
+        if outcome.node_id and outcome.start_time and outcome.end_time:
+            spans[outcome.node_id].append(
+                (datetime.fromisoformat(outcome.start_time), datetime.fromisoformat(outcome.end_time))
+            )
+    busy = 0.0
+    for intervals in spans.values():
+        intervals.sort()
+        start, end = intervals[0]
+        for next_start, next_end in intervals[1:]:
+            if next_start > end:
+                busy += (end - start).total_seconds()
+                start, end = next_start, next_end
+            else:
+                end = max(end, next_end)
+        busy += (end - start).total_seconds()
+    return busy
+
+
+def _hourly(catalog: VmCatalog, vm_size: str) -> float | None:
+    try:
+        return catalog.get(vm_size).hourly_usd
+    except UnknownVmSizeError:
+        return None
+
+
+def auto_pool_cost(
+    vm_size: str, nodes: Iterable[NodeSpan], outcomes: Iterable[TaskOutcome], catalog: VmCatalog
+) -> CostReport:
+    """A pool made for the job: every node-second was the job's."""
+    outcomes = list(outcomes)
+    node_seconds: dict[str, float] = defaultdict(float)
+    for node in nodes:
+        node_seconds["dedicated" if node.dedicated else "spot"] += node.seconds
+    hourly = _hourly(catalog, vm_size)
+    paid = sum(node_seconds.values())
+    return CostReport(
+        basis="node time",
+        vm_size=vm_size,
+        region=catalog.region,
+        prices_date=catalog.retrieved,
+        node_seconds=dict(node_seconds),
+        task_seconds=sum(o.duration_seconds or 0.0 for o in outcomes),
+        busy_node_seconds=_busy_seconds(outcomes),
+        estimate_usd=None if hourly is None else paid / 3600 * hourly,
+        hourly_usd=hourly,
+    )
+
+
+def shared_pool_cost(
+    vm_size: str,
+    slots_per_node: int,
+    dedicated_nodes: Mapping[str, bool],
+    outcomes: Iterable[TaskOutcome],
+    catalog: VmCatalog,
+    required_slots: Mapping[str, int] | None = None,
+) -> CostReport:
+    """A pool other jobs use too: the job pays its tasks' time at the node's price per slot."""
+    node_seconds: dict[str, float] = defaultdict(float)
+    slot_seconds = 0.0
+    task_seconds = 0.0
+    for outcome in outcomes:
+        seconds = outcome.duration_seconds or 0.0
+        slots = (required_slots or {}).get(outcome.id, 1)
+        task_seconds += seconds
+        slot_seconds += seconds * slots
+        priority = "dedicated" if dedicated_nodes.get(outcome.node_id or "", True) else "spot"
+        node_seconds[priority] += seconds * slots / slots_per_node
+    hourly = _hourly(catalog, vm_size)
+    return CostReport(
+        basis="task time per slot",
+        vm_size=vm_size,
+        region=catalog.region,
+        prices_date=catalog.retrieved,
+        node_seconds=dict(node_seconds),
+        task_seconds=task_seconds,
+        estimate_usd=None if hourly is None else slot_seconds / 3600 * hourly / slots_per_node,
+        hourly_usd=hourly,
+        slots_per_node=slots_per_node,
+    )

@@ -1,0 +1,75 @@
+"""Cost estimates from known node and task times and the catalog's prices."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+from airflow_provider_azbatch.compute import load_catalog
+from airflow_provider_azbatch.results.cost import NodeSpan, auto_pool_cost, shared_pool_cost
+from airflow_provider_azbatch.results.outcomes import TaskOutcome
+
+T0 = datetime(2026, 12, 1, 10, 0, tzinfo=timezone.utc)
+
+
+def _task(task_id: str, node: str, start: float, end: float) -> TaskOutcome:
+    return TaskOutcome(
+        id=task_id,
+        state="completed",
+        exit_code=0,
+        result="success",
+        retry_count=0,
+        node_id=node,
+        start_time=(T0 + timedelta(seconds=start)).isoformat(),
+        end_time=(T0 + timedelta(seconds=end)).isoformat(),
+        duration_seconds=end - start,
+    )
+
+
+def test_an_auto_pool_pays_every_node_second_and_says_how_much_ran_no_task():
+    catalog = load_catalog()
+    hourly = catalog.get("standard_d2s_v3").hourly_usd
+    nodes = [
+        NodeSpan("n1", True, T0, T0 + timedelta(seconds=3600)),
+        NodeSpan("n2", True, T0, T0 + timedelta(seconds=1800)),
+        NodeSpan("n3", False, T0, T0 + timedelta(seconds=900)),
+    ]
+    # n1: two overlapping tasks (900 s busy), n2: 900 s, n3: nothing.
+    tasks = [_task("a", "n1", 0, 600), _task("b", "n1", 300, 900), _task("c", "n2", 0, 900)]
+    report = auto_pool_cost("standard_d2s_v3", nodes, tasks, catalog)
+    assert report.node_seconds == {"dedicated": 5400.0, "spot": 900.0}
+    assert report.task_seconds == 2100.0
+    assert report.busy_node_seconds == 1800.0
+    assert report.estimate_usd == 6300 / 3600 * hourly
+    assert round(report.idle_share, 4) == round(1 - 1800 / 6300, 4)
+    assert report.lines() == [
+        f"Cost estimate: ${6300 / 3600 * hourly:.4f} (list prices, {catalog.region}, as of {catalog.retrieved}; "
+        "spot and low-priority nodes at the list price, an upper bound)",
+        "  node time: 1.500 h of standard_d2s_v3 (dedicated)",
+        "  node time: 0.250 h of standard_d2s_v3 (spot)",
+        "  Batch task time: 0.583 h",
+        "  idle: 71% of the paid node time ran no task",
+    ]
+    assert report.to_json()["idle_share"] == 0.714
+
+
+def test_a_shared_pool_charges_task_time_per_slot():
+    catalog = load_catalog()
+    hourly = catalog.get("standard_d4s_v3").hourly_usd
+    tasks = [_task("a", "n1", 0, 3600), _task("b", "n2", 0, 1800)]
+    report = shared_pool_cost("standard_d4s_v3", 4, {"n1": True, "n2": False}, tasks, catalog, {"b": 2})
+    assert report.estimate_usd == (3600 + 1800 * 2) / 3600 * hourly / 4
+    assert report.node_seconds == {"dedicated": 900.0, "spot": 900.0}
+    assert report.idle_share is None
+    assert report.lines()[-1] == (
+        f"  the pool is shared: charged by task time x the node's price per slot (standard_d4s_v3, 4 slot(s) per "
+        f"node, ${hourly:.4f}/h per node)"
+    )
+
+
+def test_a_size_outside_the_catalog_has_no_estimate_but_its_times():
+    report = auto_pool_cost(
+        "standard_unknown_v9", [NodeSpan("n", True, T0, T0 + timedelta(hours=1))], [], load_catalog()
+    )
+    assert report.estimate_usd is None
+    assert report.lines()[0].startswith("Cost estimate: no estimate (standard_unknown_v9 is not in the catalog)")
+    assert report.node_seconds == {"dedicated": 3600.0}

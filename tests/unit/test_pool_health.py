@@ -1,0 +1,40 @@
+"""Telling a pool that will never give the job nodes from one that is on its way (pure diagnosis)."""
+
+from __future__ import annotations
+
+from azure.batch import models as m
+
+from airflow_provider_azbatch.pools.health import diagnose
+
+
+def _pool(**fields) -> m.BatchPool:
+    base = {"id": "p", "allocation_state": "steady", "current_dedicated_nodes": 0, "current_low_priority_nodes": 0}
+    return m.BatchPool(**{**base, **fields})
+
+
+def test_a_failing_autoscale_formula_is_a_problem_with_its_details():
+    run = m.AutoScaleRun(
+        timestamp="2026-12-01T00:00:00Z",
+        error=m.AutoScaleRunError(
+            code="InvalidFormula",
+            message="The formula is invalid",
+            error_values=[m.NameValuePair(name="Line", value="2")],
+        ),
+    )
+    problem = diagnose(_pool(enable_auto_scale=True, auto_scale_run=run), [], [])
+    assert problem is not None
+    assert (
+        str(problem)
+        == "Pool p cannot scale up: its autoscale formula failed (InvalidFormula: The formula is invalid; Line=2)"
+    )
+
+
+def test_a_pool_still_allocating_is_no_problem():
+    assert diagnose(_pool(allocation_state="resizing", target_dedicated_nodes=2), [], []) is None
+
+
+def test_allocation_errors_with_no_node_are_a_problem():
+    errors = [m.ResizeError(code="AccountCoreQuotaReached", message="no cores left")]
+    problem = diagnose(_pool(resize_errors=errors), [], [])
+    assert str(problem) == "Pool p could not allocate nodes for the job: AccountCoreQuotaReached: no cores left"
+    assert problem.certain

@@ -1,0 +1,63 @@
+"""What a job cost, from the local service's own node and task times and the catalog's list prices."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from airflow.sdk import DAG
+
+from airflow_provider_azbatch.compute import load_catalog
+from airflow_provider_azbatch.hooks.batch import AzureBatchHook
+from airflow_provider_azbatch.operators.job import AzureBatchJobOperator
+from airflow_provider_azbatch.pools import BatchPool
+from tests.airflow_helpers import run_dag
+
+START = datetime(2026, 1, 1)
+
+
+def test_an_auto_pool_job_reports_its_node_time_cost_and_idle_share(airflow_db, azbatch_default):
+    with DAG("cost_auto_pool", schedule=None, start_date=START) as dag:
+        AzureBatchJobOperator(
+            task_id="job",
+            batch_pool=BatchPool.auto(requirements={"cpus": 1}, max_nodes=2),
+            tasks=[{"id": "a", "command_line": "sleep 2"}, {"id": "b", "command_line": "sleep 2"}],
+            poll_interval=0.3,
+        )
+    run, logs = run_dag(dag)
+    assert run.state == "success"
+    result = run.get_task_instance("job").xcom_pull(task_ids="job")
+    cost = result["cost"]
+    hook = AzureBatchHook()
+    job = hook.get_job(result["job_id"])
+    outcomes = {o.id: o for o in hook.list_task_outcomes(result["job_id"])}
+    started, ended = job.execution_info.start_time, job.execution_info.end_time
+    # Two dedicated nodes, paid from their allocation (after the job started) until the job ended.
+    paid = cost["node_seconds"]["dedicated"]
+    assert 2 * 2.0 <= paid <= 2 * (ended - started).total_seconds() + 0.5
+    assert cost["task_seconds"] == round(sum(o.duration_seconds for o in outcomes.values()), 1)
+    assert cost["basis"] == "node time"
+    vm_size = cost["vm_size"]
+    catalog = load_catalog()
+    assert cost["estimate_usd"] == round(paid / 3600 * catalog.get(vm_size).hourly_usd, 4)
+    assert 0 < cost["idle_share"] < 1  # nodes booting before the tasks, idle after them
+    assert (cost["region"], cost["prices_date"]) == (catalog.region, catalog.retrieved)
+    # The log ends with the cost.
+    tail = [
+        line for line in logs if line.startswith(("Cost estimate:", "  node time:", "  Batch task time:", "  idle:"))
+    ]
+    assert tail[0].startswith("Cost estimate: $")
+    assert tail[1] == f"  node time: {paid / 3600:.3f} h of {vm_size} (dedicated)"
+    assert tail[-1] == f"  idle: {cost['idle_share']:.0%} of the paid node time ran no task"
+
+
+def test_a_shared_pool_job_is_charged_its_task_time_per_slot(airflow_db, azbatch_default, shared_pool):
+    with DAG("cost_shared_pool", schedule=None, start_date=START) as dag:
+        AzureBatchJobOperator(task_id="job", pool_id=shared_pool, command="sleep 1", poll_interval=0.3)
+    run, _ = run_dag(dag)
+    assert run.state == "success"
+    cost = run.get_task_instance("job").xcom_pull(task_ids="job")["cost"]
+    hourly = load_catalog().get("standard_d2s_v3").hourly_usd
+    assert cost["basis"] == "task time per slot"
+    assert cost["idle_share"] is None
+    assert cost["task_seconds"] >= 1.0
+    assert abs(cost["estimate_usd"] - cost["task_seconds"] / 3600 * hourly / 4) < 1e-4
