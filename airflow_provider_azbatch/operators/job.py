@@ -28,7 +28,7 @@ from airflow_provider_azbatch.results.outcomes import JobOutcomes
 from airflow_provider_azbatch.submission import validation as check
 from airflow_provider_azbatch.submission.blob_io import parse_inputs, parse_outputs
 from airflow_provider_azbatch.submission.job import JobSubmission
-from airflow_provider_azbatch.submission.job_ids import default_job_id
+from airflow_provider_azbatch.submission.job_ids import TASK_INSTANCE_KEYS, default_job_id, task_instance_metadata
 from airflow_provider_azbatch.submission.options import BlobOptions, ContainerOptions, FanOut, merge
 from airflow_provider_azbatch.submission.prepare import registry_credentials, task_extras
 from airflow_provider_azbatch.submission.reattach import remember_job, remembered_job, submit_or_reattach
@@ -366,18 +366,20 @@ class AzureBatchJobOperator(BaseOperator):
         outputs = parse_outputs(self.blob.outputs, "outputs")
         self.blob.check(prefix="")
         self.containers.check(prefix="")
+        dag_id, run_id = context["dag"].dag_id, context["run_id"]
+        map_index = getattr(context["ti"], "map_index", None)
+        map_index = -1 if map_index is None else map_index
         job_id = self.job_id
         if job_id is None:
-            job_id = default_job_id(
-                context["dag"].dag_id, self.task_id, context["run_id"], getattr(context["ti"], "map_index", -1)
-            )
+            job_id = default_job_id(dag_id, self.task_id, run_id, map_index)
         job_id = check.batch_id(job_id, "job_id", "Batch job id")
         environment = check.environment(self.environment, "environment")
         metadata = check.metadata(self.metadata, "metadata")
-        if LogLocation.METADATA_KEY in metadata:
-            raise check.fail(
-                f"metadata[{LogLocation.METADATA_KEY!r}]", "is set by the operator itself: use another name"
-            )
+        for reserved in (LogLocation.METADATA_KEY, *TASK_INSTANCE_KEYS):
+            if reserved in metadata:
+                raise check.fail(f"metadata[{reserved!r}]", "is set by the operator itself: use another name")
+        # Which task instance submitted the job: the command line finds and filters jobs by it.
+        metadata.update(task_instance_metadata(dag_id, self.task_id, run_id, map_index))
         display_name = check.text(self.display_name, "display_name", max_chars=check.MAX_DISPLAY_NAME)
         pool = self.batch_pool or BatchPool.existing(check.batch_id(self.pool_id, "pool_id", "Batch pool id"))
         with self._explained_failures():
