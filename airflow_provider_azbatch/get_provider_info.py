@@ -67,6 +67,8 @@ def get_provider_info() -> dict[str, Any]:
                 "conn-fields": CONN_FIELDS,
             }
         ],
+        # ``airflow azbatch ...``; the module defines arguments only, the commands import the SDK when run.
+        "cli": ["airflow_provider_azbatch.cli.definition.get_azbatch_cli_commands"],
         "config": {
             "azbatch": {
                 "description": "Defaults for the Azure Batch (azbatch) provider's operators, sensor and trigger.",

@@ -420,3 +420,41 @@ class AzureBatchHook(BaseHook):
             client.close()
         method = settings.auth_method.value
         return True, f"Connected to Batch account '{self.account_name}' at {settings.account_url} ({method})"
+
+    # -- for the command line ----------------------------------------------------------------------------
+    @classmethod
+    def for_command_line(cls, conn_id: str | None = None) -> AzureBatchHook:
+        """A hook on a connection read the way Airflow's own commands read one.
+
+        A task's hook asks the execution API; ``airflow azbatch ...`` runs outside any task, where the
+        task SDK would only see environment variables and secrets backends. Airflow's core lookup also
+        reads the metadata DB, so connections made in the UI or with ``airflow connections add`` work.
+        """
+        from airflow.models.connection import Connection
+
+        hook = cls(conn_id)
+        conn = Connection.get_connection_from_secrets(hook.azbatch_conn_id)
+        hook.__dict__["settings"] = load_settings(conn)
+        return hook
+
+    def get_task(self, job_id: str, task_id: str, select: Sequence[str] | None = None) -> batch_models.BatchTask | None:
+        try:
+            return self.client.get_task(job_id, task_id, select=list(select) if select else None)
+        except ResourceNotFoundError:
+            return None
+
+    def list_subtasks(self, job_id: str, task_id: str) -> list[batch_models.BatchSubtask]:
+        """The other instances of a multi-node task (empty for an ordinary task)."""
+        return list(self.client.list_subtasks(job_id, task_id))
+
+    def list_pools(
+        self, filter: str | None = None, select: Sequence[str] | None = None
+    ) -> Iterator[batch_models.BatchPool]:
+        return iter(self.client.list_pools(filter=filter, select=list(select) if select else None))
+
+    def list_nodes(self, pool_id: str, select: Sequence[str] | None = None) -> list[batch_models.BatchNode]:
+        return list(self.client.list_nodes(pool_id, select=list(select) if select else None))
+
+    def list_pool_node_counts(self) -> dict[str, batch_models.BatchPoolNodeCounts]:
+        """Nodes of every pool of the account by state (one request for all pools), by pool id."""
+        return {counts.pool_id: counts for counts in self.client.list_pool_node_counts() if counts.pool_id}

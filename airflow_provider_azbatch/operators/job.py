@@ -33,7 +33,7 @@ from airflow_provider_azbatch.results.summary import summary_lines
 from airflow_provider_azbatch.submission import validation as check
 from airflow_provider_azbatch.submission.blob_io import parse_inputs, parse_outputs
 from airflow_provider_azbatch.submission.job import JobSubmission
-from airflow_provider_azbatch.submission.job_ids import default_job_id
+from airflow_provider_azbatch.submission.job_ids import TASK_INSTANCE_KEYS, default_job_id, task_instance_metadata
 from airflow_provider_azbatch.submission.options import BlobOptions, ContainerOptions, FanOut, merge
 from airflow_provider_azbatch.submission.prepare import registry_credentials, task_extras
 from airflow_provider_azbatch.submission.reattach import remember_job, remembered_job, submit_or_reattach
@@ -443,7 +443,7 @@ class AzureBatchJobOperator(BaseOperator):
             checked.environment = check.environment(self.environment, "environment")
         if ready(self.metadata):
             checked.metadata = check.metadata(self.metadata, "metadata")
-            for reserved in (LogLocation.METADATA_KEY, WORKSPACE_METADATA_KEY):
+            for reserved in (LogLocation.METADATA_KEY, WORKSPACE_METADATA_KEY, *TASK_INSTANCE_KEYS):
                 if reserved in checked.metadata:
                     raise check.fail(f"metadata[{reserved!r}]", "is set by the operator itself: use another name")
         if ready(self.display_name):
@@ -457,9 +457,12 @@ class AzureBatchJobOperator(BaseOperator):
         checked = self._checked(rendered=True)
         specs, inputs, outputs, metadata = checked.specs, checked.inputs, checked.outputs, checked.metadata
         environment, display_name = checked.environment, checked.display_name
-        job_id = self.job_id or default_job_id(
-            context["dag"].dag_id, self.task_id, context["run_id"], getattr(context["ti"], "map_index", -1)
-        )
+        dag_id, run_id = context["dag"].dag_id, context["run_id"]
+        map_index = getattr(context["ti"], "map_index", None)
+        map_index = -1 if map_index is None else map_index
+        job_id = self.job_id or default_job_id(dag_id, self.task_id, run_id, map_index)
+        # Which task instance submitted the job: the command line finds and filters jobs by it.
+        metadata.update(task_instance_metadata(dag_id, self.task_id, run_id, map_index))
         pool = self.batch_pool or BatchPool.existing(str(self.pool_id))
         with self._explained_failures():
             registry = registry_credentials(self.hook, self.containers)

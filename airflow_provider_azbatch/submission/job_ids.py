@@ -24,3 +24,19 @@ def attempt_job_id(base: str, attempt: int) -> str:
     """The id of a fresh submission that replaces a failed job (attempt 2, 3, ...)."""
     suffix = f"-a{attempt}"
     return base[: MAX_ID_LENGTH - len(suffix)] + suffix
+
+
+# Job metadata naming the task instance that submitted the job (``airflow azbatch jobs list`` filters on it).
+DAG_ID_KEY = "airflow_dag_id"
+TASK_ID_KEY = "airflow_task_id"
+RUN_ID_KEY = "airflow_run_id"
+MAP_INDEX_KEY = "airflow_map_index"
+TASK_INSTANCE_KEYS = (DAG_ID_KEY, TASK_ID_KEY, RUN_ID_KEY, MAP_INDEX_KEY)
+
+
+def task_instance_metadata(dag_id: str, task_id: str, run_id: str, map_index: int = -1) -> dict[str, str]:
+    """The job's metadata saying which task instance submitted it (the map index only for mapped tasks)."""
+    metadata = {DAG_ID_KEY: dag_id, TASK_ID_KEY: task_id, RUN_ID_KEY: run_id}
+    if map_index >= 0:
+        metadata[MAP_INDEX_KEY] = str(map_index)
+    return metadata

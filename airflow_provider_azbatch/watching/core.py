@@ -50,6 +50,9 @@ QUIET_LOOKS_PER_LEVEL = 4
 DEFAULT_IDLE_STREAM_SECONDS = 30.0
 DEFAULT_PARTIAL_LINE_SECONDS = 10.0
 
+# Shown in a stream's output where a retried task's new output file starts.
+RESTART_NOTICE = "--- the task started over (retry); its output follows anew ---"
+
 # (Batch task id, or None for lines about the job; the line).
 Emit = Callable[[str | None, str], None]
 
@@ -337,9 +340,7 @@ class JobWatcher:
     ) -> bool:
         """Queue a read of the file's new bytes; True if there are any."""
         if tail.observe(info):
-            self.emit(
-                task, f"{output_prefix(task, stream)} --- the task started over (retry); its output follows anew ---"
-            )
+            self.emit(task, f"{output_prefix(task, stream)} {RESTART_NOTICE}")
         span = tail.next_range(self.max_read_bytes)
         if span is None:
             if final:

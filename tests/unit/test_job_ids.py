@@ -8,7 +8,12 @@ import re
 import pytest
 
 from airflow_provider_azbatch.exceptions import AzureBatchValidationError
-from airflow_provider_azbatch.submission.job_ids import MAX_ID_LENGTH, attempt_job_id, default_job_id
+from airflow_provider_azbatch.submission.job_ids import (
+    MAX_ID_LENGTH,
+    attempt_job_id,
+    default_job_id,
+    task_instance_metadata,
+)
 from airflow_provider_azbatch.submission.validation import batch_id
 
 
@@ -147,3 +152,17 @@ def test_check_job_id_rejects_other_types(job_id, kind):
 def test_check_job_id_rejects_a_trailing_newline():
     with pytest.raises(AzureBatchValidationError):
         check_job_id("job\n")
+
+
+def test_task_instance_metadata_names_the_submitter_and_the_map_index_only_when_mapped():
+    assert task_instance_metadata("etl", "load", RUN) == {
+        "airflow_dag_id": "etl",
+        "airflow_task_id": "load",
+        "airflow_run_id": RUN,
+    }
+    assert task_instance_metadata("etl", "load", RUN, 7) == {
+        "airflow_dag_id": "etl",
+        "airflow_task_id": "load",
+        "airflow_run_id": RUN,
+        "airflow_map_index": "7",
+    }

@@ -1,0 +1,217 @@
+"""The ``airflow azbatch`` command group, as Airflow's CLI parser reads it (provider info ``cli`` entry).
+
+Airflow imports this module for every ``airflow`` command: it defines arguments only. The commands'
+code (and the Batch SDK) is imported when one of them runs (``lazy_load_command``).
+"""
+
+from __future__ import annotations
+
+from airflow.cli.cli_config import (
+    ARG_OUTPUT,
+    ARG_VERBOSE,
+    ARG_YES,
+    ActionCommand,
+    Arg,
+    CLICommand,
+    GroupCommand,
+    lazy_load_command,
+    positive_int,
+)
+
+_PACKAGE = "airflow_provider_azbatch.cli"
+
+# Help texts are rich markup: a literal "[" is written "\\[".
+
+ARG_CONN_ID = Arg(
+    ("--conn-id",),
+    help="The azbatch connection (default: \\[azbatch] default_conn_id, itself azbatch_default)",
+    default=None,
+)
+
+# Which job: its id, or the Airflow task instance that submitted it.
+ARG_JOB = Arg(
+    ("job_id",),
+    metavar="JOB",
+    nargs="?",
+    help="The Batch job id (or give --dag-id, --task-id and --run-id instead)",
+)
+ARG_TI_DAG_ID = Arg(("-d", "--dag-id"), help="The DAG of the Airflow task that submitted the job")
+ARG_TI_TASK_ID = Arg(("-t", "--task-id"), help="The Airflow task that submitted the job")
+ARG_TI_RUN_ID = Arg(("-r", "--run-id"), help="The DAG run of the Airflow task that submitted the job")
+ARG_TI_MAP_INDEX = Arg(
+    ("-m", "--map-index"),
+    type=int,
+    default=-1,
+    help="The map index of a mapped Airflow task (default: -1, not mapped)",
+)
+TASK_INSTANCE_ARGS = (ARG_TI_DAG_ID, ARG_TI_TASK_ID, ARG_TI_RUN_ID, ARG_TI_MAP_INDEX)
+
+# jobs list
+ARG_LIST_STATE = Arg(
+    ("--state",),
+    action="append",
+    choices=("active", "disabling", "disabled", "enabling", "terminating", "completed", "deleting"),
+    help="Only jobs in this state (repeat for several)",
+)
+ARG_LIST_PREFIX = Arg(("--prefix",), help="Only jobs whose id starts with this")
+ARG_LIST_DAG_ID = Arg(("-d", "--dag-id"), help="Only jobs submitted by this DAG (job metadata airflow_dag_id)")
+ARG_LIST_TASK_ID = Arg(("-t", "--task-id"), help="Only jobs submitted by this Airflow task (airflow_task_id)")
+ARG_LIST_RUN_ID = Arg(("-r", "--run-id"), help="Only jobs submitted in this DAG run (airflow_run_id)")
+ARG_SINCE = Arg(
+    ("--since",),
+    help="Only from this time on: an ISO 8601 time (2026-12-01T10:00:00Z; UTC if no zone is given) or a "
+    "duration ago (90s, 15m, 2h, 3d)",
+)
+ARG_UNTIL = Arg(("--until",), help="Only up to this time (same forms as --since)")
+ARG_LIMIT = Arg(
+    ("--limit",),
+    type=positive_int(allow_zero=False),
+    default=50,
+    help="Show at most this many jobs, the newest first (default: 50)",
+)
+
+# jobs cancel
+ARG_REASON = Arg(
+    ("--reason",),
+    default="UserTerminate",
+    help="The terminate reason recorded on the job (default: UserTerminate)",
+)
+ARG_DELETE = Arg(("--delete",), action="store_true", help="Delete the job after terminating it")
+
+# logs
+ARG_LOGS_TASK = Arg(
+    ("task",),
+    metavar="TASK",
+    nargs="?",
+    help="The Batch task (default: every task of the job, prefixed lines \\[task] and \\[task:stderr])",
+)
+ARG_STDERR = Arg(("--stderr",), action="store_true", help="Show stderr instead of stdout (without TASK: only stderr)")
+ARG_TAIL = Arg(
+    ("--tail",),
+    type=positive_int(allow_zero=True),
+    metavar="N",
+    help="Only the last N lines (of each stream of each task)",
+)
+ARG_FOLLOW = Arg(
+    ("-f", "--follow"),
+    action="store_true",
+    help="Keep showing new output until the task (without TASK: every task shown) has ended",
+)
+ARG_GREP = Arg(("--grep",), metavar="REGEX", help="Only lines matching this regular expression (Python syntax)")
+ARG_LOG_SINCE = Arg(
+    ("--since",),
+    help="Only lines from this time on, by the time a line starts with (ISO 8601; lines without one belong "
+    "to the timestamped line above). An ISO 8601 time, UTC if no zone is given, or a duration ago (15m, 2h)",
+)
+ARG_LOG_UNTIL = Arg(("--until",), help="Only lines up to this time (as --since; not with --follow)")
+ARG_MAX_TASKS = Arg(
+    ("--max-tasks",),
+    type=positive_int(allow_zero=False),
+    metavar="N",
+    help="Without TASK: show the first N tasks by id (default: \\[azbatch] max_streamed_tasks)",
+)
+ARG_POLL_INTERVAL = Arg(
+    ("--poll-interval",),
+    type=float,
+    metavar="SECONDS",
+    help="With --follow: seconds between looks at the job (default: \\[azbatch] poll_interval)",
+)
+
+# pools
+ARG_POOL_ID = Arg(("pool_id",), metavar="POOL", help="The Batch pool id")
+
+JOBS_COMMANDS = (
+    ActionCommand(
+        name="list",
+        help="List Batch jobs, the newest first",
+        description="List the account's Batch jobs, the newest first. --dag-id, --task-id and --run-id match the "
+        "metadata the AzureBatchJobOperator stores on the jobs it submits.",
+        func=lazy_load_command(f"{_PACKAGE}.jobs.jobs_list"),
+        args=(
+            ARG_CONN_ID,
+            ARG_LIST_STATE,
+            ARG_LIST_PREFIX,
+            ARG_LIST_DAG_ID,
+            ARG_LIST_TASK_ID,
+            ARG_LIST_RUN_ID,
+            ARG_SINCE,
+            ARG_UNTIL,
+            ARG_LIMIT,
+            ARG_OUTPUT,
+            ARG_VERBOSE,
+        ),
+    ),
+    ActionCommand(
+        name="describe",
+        help="Show a Batch job: its state, task counts and every task",
+        description="Show a Batch job: state, task counts and a row per task (state, exit code, node, retries, "
+        "start, end, duration, failure), with the subtasks of multi-node tasks. Give the job id, or the Airflow "
+        "task instance that submitted it (--dag-id, --task-id, --run-id and for mapped tasks --map-index: "
+        "its latest job).",
+        func=lazy_load_command(f"{_PACKAGE}.jobs.jobs_describe"),
+        args=(ARG_JOB, *TASK_INSTANCE_ARGS, ARG_CONN_ID, ARG_OUTPUT, ARG_VERBOSE),
+    ),
+    ActionCommand(
+        name="cancel",
+        help="Terminate a Batch job (its running tasks are killed); --delete to delete it too",
+        description="Terminate a Batch job: running tasks are killed, tasks not started never run. Give the job "
+        "id, or the Airflow task instance that submitted it (its latest job).",
+        func=lazy_load_command(f"{_PACKAGE}.jobs.jobs_cancel"),
+        args=(ARG_JOB, *TASK_INSTANCE_ARGS, ARG_REASON, ARG_DELETE, ARG_YES, ARG_CONN_ID, ARG_VERBOSE),
+    ),
+)
+
+POOLS_COMMANDS = (
+    ActionCommand(
+        name="list",
+        help="List Batch pools",
+        func=lazy_load_command(f"{_PACKAGE}.pools.pools_list"),
+        args=(ARG_CONN_ID, ARG_OUTPUT, ARG_VERBOSE),
+    ),
+    ActionCommand(
+        name="describe",
+        help="Show a Batch pool: size, nodes by state, autoscaling, errors and running tasks",
+        func=lazy_load_command(f"{_PACKAGE}.pools.pools_describe"),
+        args=(ARG_POOL_ID, ARG_CONN_ID, ARG_OUTPUT, ARG_VERBOSE),
+    ),
+)
+
+LOGS_COMMAND = ActionCommand(
+    name="logs",
+    help="Show the output of a Batch job's tasks (from their nodes, or from Blob once a node is gone)",
+    description="Show the stdout (or --stderr) of a Batch task, or of every task of a job with lines prefixed "
+    "\\[task] and \\[task:stderr]. --follow shows new output as it is written, each line once, until the task ends. "
+    "A task whose node is gone is read from the logs the job uploaded to Blob storage. Give the job id, or the "
+    "Airflow task instance that submitted it (then the only positional argument is TASK).",
+    func=lazy_load_command(f"{_PACKAGE}.logs.logs"),
+    args=(
+        ARG_JOB,
+        ARG_LOGS_TASK,
+        *TASK_INSTANCE_ARGS,
+        ARG_STDERR,
+        ARG_TAIL,
+        ARG_FOLLOW,
+        ARG_GREP,
+        ARG_LOG_SINCE,
+        ARG_LOG_UNTIL,
+        ARG_MAX_TASKS,
+        ARG_POLL_INTERVAL,
+        ARG_CONN_ID,
+        ARG_VERBOSE,
+    ),
+)
+
+AZBATCH_COMMANDS = GroupCommand(
+    name="azbatch",
+    help="Azure Batch (azbatch provider): jobs, task output and pools",
+    subcommands=(
+        GroupCommand(name="jobs", help="Batch jobs: list, describe, cancel", subcommands=JOBS_COMMANDS),
+        LOGS_COMMAND,
+        GroupCommand(name="pools", help="Batch pools: list, describe", subcommands=POOLS_COMMANDS),
+    ),
+)
+
+
+def get_azbatch_cli_commands() -> list[CLICommand]:
+    """The provider's commands (the provider info's ``cli`` entry names this function)."""
+    return [AZBATCH_COMMANDS]

@@ -1,0 +1,282 @@
+"""``airflow azbatch pools list|describe``."""
+
+from __future__ import annotations
+
+from argparse import Namespace
+from collections import Counter
+from typing import Any
+
+from airflow.utils.cli import suppress_logs_and_warning
+from airflow.utils.providers_configuration_loader import providers_configuration_loaded
+
+from airflow_provider_azbatch.cli.command import CliError, run
+from airflow_provider_azbatch.cli.output import (
+    Column,
+    cell,
+    print_fields,
+    print_heading,
+    print_records,
+    print_structured,
+)
+from airflow_provider_azbatch.cli.times import format_duration
+from airflow_provider_azbatch.enums import enum_value
+
+LIST_SELECT = [
+    "id",
+    "state",
+    "allocationState",
+    "vmSize",
+    "currentDedicatedNodes",
+    "targetDedicatedNodes",
+    "currentLowPriorityNodes",
+    "targetLowPriorityNodes",
+    "enableAutoScale",
+    "resizeErrors",
+    "taskSlotsPerNode",
+]
+NODE_SELECT = ["id", "state", "runningTasksCount", "runningTaskSlotsCount", "recentTasks", "startTaskInfo", "errors"]
+# BatchNodeCounts attributes, in the order a pool's life goes through them, and their wire names.
+NODE_COUNT_STATES = (
+    ("creating", "creating"),
+    ("starting", "starting"),
+    ("waiting_for_start_task", "waitingforstarttask"),
+    ("start_task_failed", "starttaskfailed"),
+    ("idle", "idle"),
+    ("running", "running"),
+    ("rebooting", "rebooting"),
+    ("reimaging", "reimaging"),
+    ("upgrading_os", "upgradingos"),
+    ("leaving_pool", "leavingpool"),
+    ("preempted", "preempted"),
+    ("offline", "offline"),
+    ("unusable", "unusable"),
+    ("deallocating", "deallocating"),
+    ("deallocated", "deallocated"),
+    ("unknown", "unknown"),
+)
+
+
+def _nodes_text(by_state: dict[str, int] | None) -> str:
+    """``2 idle, 1 running``."""
+    if not by_state:
+        return ""
+    return ", ".join(f"{count} {state}" for state, count in by_state.items())
+
+
+def _errors_text(errors: list[dict[str, Any]] | None) -> str:
+    return "; ".join(f"{error['code']}: {error['message']}" for error in errors or [])
+
+
+LIST_COLUMNS = (
+    Column("id", "pool"),
+    Column("state", "state"),
+    Column("allocation_state", "allocation"),
+    Column("vm_size", "vm size"),
+    Column("dedicated_nodes", "dedicated", lambda v: f"{v['current']}/{v['target']}"),
+    Column("low_priority_nodes", "spot", lambda v: f"{v['current']}/{v['target']}"),
+    Column("auto_scale", "autoscale"),
+    Column("nodes_by_state", "nodes", _nodes_text),
+    Column("resize_errors", "resize errors", _errors_text),
+)
+NODE_COLUMNS = (
+    Column("id", "node"),
+    Column("state", "state"),
+    Column("running_tasks", "running tasks"),
+    Column("start_task", "start task"),
+    Column("errors", "errors", _errors_text),
+)
+RUNNING_COLUMNS = (
+    Column("job_id", "job"),
+    Column("task_id", "task"),
+    Column("node_id", "node"),
+    Column("start_time", "started"),
+)
+
+
+def _error(error: Any) -> dict[str, Any]:
+    details = getattr(error, "error_values", None) or getattr(error, "error_details", None) or []
+    return {
+        "code": error.code,
+        "message": error.message,
+        "details": {item.name: item.value for item in details if getattr(item, "name", None)},
+    }
+
+
+def _node_counts(counts: Any) -> dict[str, int]:
+    """A pool's nodes by state (dedicated and spot together), the states that have any."""
+    by_state: dict[str, int] = {}
+    for kind in (counts.dedicated, counts.low_priority) if counts is not None else ():
+        if kind is None:
+            continue
+        for attribute, state in NODE_COUNT_STATES:
+            number = getattr(kind, attribute, 0) or 0
+            if number:
+                by_state[state] = by_state.get(state, 0) + number
+    return by_state
+
+
+def pool_summary(pool: Any, counts: Any = None) -> dict[str, Any]:
+    return {
+        "id": pool.id,
+        "state": enum_value(pool.state) if pool.state is not None else None,
+        "allocation_state": enum_value(pool.allocation_state) if pool.allocation_state is not None else None,
+        "vm_size": pool.vm_size,
+        "task_slots_per_node": pool.task_slots_per_node,
+        "dedicated_nodes": {"current": pool.current_dedicated_nodes or 0, "target": pool.target_dedicated_nodes or 0},
+        "low_priority_nodes": {
+            "current": pool.current_low_priority_nodes or 0,
+            "target": pool.target_low_priority_nodes or 0,
+        },
+        "auto_scale": bool(pool.enable_auto_scale),
+        "nodes_by_state": _node_counts(counts),
+        "resize_errors": [_error(error) for error in pool.resize_errors or []],
+    }
+
+
+# -- pools list ----------------------------------------------------------------------------------------
+@suppress_logs_and_warning
+@providers_configuration_loaded
+def pools_list(args: Namespace) -> None:
+    """List the account's pools."""
+    run(args, _list)
+
+
+def _list(hook: Any, args: Namespace) -> None:
+    counts = hook.list_pool_node_counts()
+    pools = [pool_summary(pool, counts.get(pool.id)) for pool in hook.list_pools(select=LIST_SELECT)]
+    print_records(pools, LIST_COLUMNS, args.output)
+
+
+# -- pools describe ------------------------------------------------------------------------------------
+@suppress_logs_and_warning
+@providers_configuration_loaded
+def pools_describe(args: Namespace) -> None:
+    """A pool's size, nodes, autoscaling, errors and running tasks."""
+    run(args, _describe)
+
+
+def _start_task(info: Any) -> str | None:
+    if info is None:
+        return None
+    text = enum_value(info.state)
+    if info.exit_code is not None:
+        text += f", exit code {info.exit_code}"
+    if info.failure_info is not None:
+        text += f" ({info.failure_info.code}: {info.failure_info.message})"
+    return text
+
+
+def node_record(node: Any) -> dict[str, Any]:
+    return {
+        "id": node.id,
+        "state": enum_value(node.state) if node.state is not None else None,
+        "running_tasks": node.running_tasks_count,
+        "running_task_slots": node.running_task_slots_count,
+        "start_task": _start_task(node.start_task_info),
+        "errors": [_error(error) for error in node.errors or []],
+    }
+
+
+def running_tasks(nodes: list[Any]) -> list[dict[str, Any]]:
+    """The tasks the nodes run now (the primary of a multi-node task as its task, the others as task/n)."""
+    found = []
+    for node in nodes:
+        for info in node.recent_tasks or []:
+            if info.task_state is None or enum_value(info.task_state) != "running":
+                continue
+            task_id = info.task_id
+            if info.subtask_id:
+                task_id = f"{task_id}/{info.subtask_id}"
+            found.append(
+                {
+                    "job_id": info.job_id,
+                    "task_id": task_id,
+                    "node_id": node.id,
+                    "start_time": getattr(info.execution_info, "start_time", None),
+                }
+            )
+    return sorted(found, key=lambda task: (task["job_id"] or "", task["task_id"] or ""))
+
+
+def describe_pool(hook: Any, pool_id: str) -> dict[str, Any]:
+    pool = hook.get_pool(pool_id)
+    if pool is None:
+        raise CliError(f"Pool '{pool_id}' does not exist in Batch account '{hook.account_name}'")
+    nodes = hook.list_nodes(pool_id, select=NODE_SELECT)
+    run_ = pool.auto_scale_run
+    interval = pool.auto_scale_evaluation_interval
+    document = pool_summary(pool)
+    document["nodes_by_state"] = dict(Counter(enum_value(node.state) for node in nodes if node.state is not None))
+    document.update(
+        {
+            "created": pool.creation_time,
+            "allocation_state_since": pool.allocation_state_transition_time,
+            "auto_scale": {
+                "enabled": bool(pool.enable_auto_scale),
+                "formula": pool.auto_scale_formula,
+                "evaluation_interval_seconds": interval.total_seconds() if interval is not None else None,
+                "last_evaluation": {
+                    "timestamp": run_.timestamp,
+                    "results": run_.results,
+                    "error": _error(run_.error) if run_.error is not None else None,
+                }
+                if run_ is not None
+                else None,
+            },
+            "nodes": [node_record(node) for node in nodes],
+            "running_tasks": running_tasks(nodes),
+        }
+    )
+    return document
+
+
+def _autoscale_fields(auto_scale: dict[str, Any]) -> list[tuple[str, str]]:
+    if not auto_scale["enabled"]:
+        return [("Autoscale", "off")]
+    interval = auto_scale["evaluation_interval_seconds"]
+    fields = [
+        ("Autoscale", "on" + (f", evaluated every {format_duration(interval)}" if interval else "")),
+        ("Formula", "\n".join(line.strip() for line in (auto_scale["formula"] or "").strip().split("\n"))),
+    ]
+    last = auto_scale["last_evaluation"]
+    if last is not None:
+        fields.append(("Last evaluation", cell(last["timestamp"])))
+        if last["error"] is not None:
+            details = "; ".join(f"{k}={v}" for k, v in last["error"]["details"].items())
+            error = f"{last['error']['code']}: {last['error']['message']}" + (f" ({details})" if details else "")
+            fields.append(("Evaluation error", error))
+        else:
+            fields.append(("Evaluation result", "\n".join((last["results"] or "").split(";"))))
+    return fields
+
+
+def _describe(hook: Any, args: Namespace) -> None:
+    document = describe_pool(hook, args.pool_id)
+    if args.output in ("json", "yaml"):
+        print_structured(document, args.output)
+        return
+    dedicated, spot = document["dedicated_nodes"], document["low_priority_nodes"]
+    allocation = document["allocation_state"] or ""
+    if document["allocation_state_since"] is not None:
+        allocation += f" since {cell(document['allocation_state_since'])}"
+    slots = document["task_slots_per_node"]
+    print_fields(
+        [
+            ("Pool", document["id"]),
+            ("State", document["state"] or ""),
+            ("Allocation", allocation),
+            ("VM size", (document["vm_size"] or "") + (f", {slots} task slots per node" if slots else "")),
+            ("Created", cell(document["created"])),
+            ("Dedicated nodes", f"{dedicated['current']} (target {dedicated['target']})"),
+            ("Spot nodes", f"{spot['current']} (target {spot['target']})"),
+            ("Nodes", _nodes_text(document["nodes_by_state"]) or "none"),
+            *_autoscale_fields(document["auto_scale"]),
+            ("Resize errors", "\n".join(_errors_text([error]) for error in document["resize_errors"])),
+        ]
+    )
+    if document["nodes"]:
+        print_heading("Nodes:")
+        print_records(document["nodes"], NODE_COLUMNS, args.output)
+    print_heading("Running tasks:" if document["running_tasks"] else "Running tasks: none")
+    if document["running_tasks"]:
+        print_records(document["running_tasks"], RUNNING_COLUMNS, args.output)
