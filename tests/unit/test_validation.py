@@ -191,16 +191,13 @@ def test_relative_paths_that_are_fine():
     assert check.relative_path("a..b/c", "p") == "a..b/c"
 
 
-@pytest.mark.parametrize("name", ["azbatch-logs", "airflow_dag_id", "airflow_task_id", "airflow_run_id"])
+@pytest.mark.parametrize(
+    "name", ["azbatch-logs", "azbatch-workspaces", "airflow_dag_id", "airflow_task_id", "airflow_run_id"]
+)
 def test_metadata_the_operator_sets_itself_is_reserved(name):
-    from types import SimpleNamespace
-
     from airflow_provider_azbatch.operators.job import AzureBatchJobOperator
 
-    op = AzureBatchJobOperator(task_id="t", pool_id="p", command="true", metadata={name: "mine"})
-    context = {"dag": SimpleNamespace(dag_id="d"), "run_id": "r", "ti": SimpleNamespace(map_index=-1)}
-
     with pytest.raises(AzureBatchValidationError) as info:
-        op._submission(context)
+        AzureBatchJobOperator(task_id="t", pool_id="p", command="true", metadata={name: "mine"})
 
     assert str(info.value) == f"metadata[{name!r}] is set by the operator itself: use another name"
