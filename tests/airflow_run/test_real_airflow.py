@@ -245,3 +245,16 @@ def test_the_job_is_terminated_when_airflows_deferral_timeout_fires_first(cluste
     assert job.execution_info.termination_reason == "AirflowDeferralEnded"
     log = cluster.task_log(dag_id, run_id, "long")
     assert any("ended without an event: terminating the job" in line for line in log)
+
+
+def test_the_connection_form_as_the_ui_receives_it_shows_no_null(cluster):
+    hooks = cluster._request("GET", "/ui/connections/hook_meta")
+    (azbatch,) = [hook for hook in hooks if hook.get("connection_type") == "azbatch"]
+    fields = azbatch["extra_fields"]
+    choices = {name: spec["schema"].get("enum") for name, spec in fields.items() if spec["schema"].get("enum")}
+    assert choices == {
+        "auth_method": ["auto", "shared_key", "service_principal", "managed_identity", "workload_identity", "default"],
+        "cloud": ["public", "us_government", "china", "custom"],
+    }
+    assert {name: fields[name]["value"] for name in choices} == {"auth_method": "auto", "cloud": "public"}
+    assert fields["account_url"]["schema"]["type"] == "string"  # required in the form

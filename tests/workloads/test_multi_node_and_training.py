@@ -86,6 +86,16 @@ def test_training_pipeline_example_runs_green(airflow_db, azbatch_with_storage, 
     assert len(staged) == 1
     assert staged[0].startswith("workspace-")
     assert sum("already staged in azbatch-workspaces/" in line for line in logs) == 2
+    # Each step's log ends with what its job cost: the fan-out and the evaluation on the shared CPU pool
+    # (task time per slot), the training on its own GPU pool (node time, idle share).
+    costs = [line for line in logs if line.startswith("Cost estimate: $")]
+    assert len(costs) == 3
+    assert (
+        sum(line.startswith("  the pool is shared: charged by task time x the node's price per slot") for line in logs)
+        == 2
+    )
+    assert any(line.startswith("  idle: ") and line.endswith("% of the paid node time ran no task") for line in logs)
+    assert run.get_task_instance("train").xcom_pull(task_ids="train")["cost"]["basis"] == "node time"
     short = staged[0].removeprefix("workspace-").removesuffix(".tar.gz")
     for task_id in ("prepare", "train", "evaluate"):
         (sha,) = run.get_task_instance(task_id).xcom_pull(task_ids=task_id)["workspaces"]
