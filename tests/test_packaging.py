@@ -22,6 +22,7 @@ DISTRIBUTIONS = {
     "azure.storage.blob": "azure-storage-blob",
     "structlog": "structlog",
     "pathspec": "pathspec",
+    "rich": "rich",
 }
 
 

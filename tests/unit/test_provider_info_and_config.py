@@ -47,7 +47,7 @@ def test_package_name_and_version_match_pyproject(info):
 
     assert info["package-name"] == "airflow-provider-azbatch"
     assert info["package-name"] == project["name"]
-    assert info["versions"] == [project["version"]]
+    assert info["versions"][0] == project["version"]  # newest first, as Airflow lists them
     entry_point = project["entry-points"]["apache_airflow_provider"]["provider_info"]
     assert entry_point == "airflow_provider_azbatch.get_provider_info:get_provider_info"
 
