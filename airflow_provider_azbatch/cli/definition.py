@@ -70,6 +70,13 @@ ARG_LIMIT = Arg(
     help="Show at most this many jobs, the newest first (default: 50)",
 )
 
+ARG_TASK_LIMIT = Arg(
+    ("--limit",),
+    type=positive_int(allow_zero=False),
+    default=200,
+    help="Show at most this many tasks, by task id (default: 200; the counts cover all of them)",
+)
+
 # jobs cancel
 ARG_REASON = Arg(
     ("--reason",),
@@ -149,7 +156,7 @@ JOBS_COMMANDS = (
         "task instance that submitted it (--dag-id, --task-id, --run-id and for mapped tasks --map-index: "
         "its latest job).",
         func=lazy_load_command(f"{_PACKAGE}.jobs.jobs_describe"),
-        args=(ARG_JOB, *TASK_INSTANCE_ARGS, ARG_CONN_ID, ARG_OUTPUT, ARG_VERBOSE),
+        args=(ARG_JOB, *TASK_INSTANCE_ARGS, ARG_TASK_LIMIT, ARG_CONN_ID, ARG_OUTPUT, ARG_VERBOSE),
     ),
     ActionCommand(
         name="cancel",

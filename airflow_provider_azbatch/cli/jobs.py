@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from argparse import Namespace
 from datetime import datetime
 from typing import Any
@@ -168,13 +169,13 @@ def subtask_record(subtask: Any) -> dict[str, Any]:
     }
 
 
-def describe_job(hook: Any, job_id: str) -> dict[str, Any]:
+def describe_job(hook: Any, job_id: str, limit: int | None = None) -> dict[str, Any]:
     job = hook.get_job(job_id)
     if job is None:
         raise CliError(f"Batch job '{job_id}' does not exist in Batch account '{hook.account_name}'")
     counts = hook.get_task_counts(job_id)
     tasks = []
-    for task in hook.list_tasks(job_id, select=TASK_SELECT):
+    for task in itertools.islice(hook.list_tasks(job_id, select=TASK_SELECT), limit):
         record = task_record(task)
         if task.multi_instance_settings is not None:
             record["subtasks"] = [subtask_record(sub) for sub in hook.list_subtasks(job_id, task.id)]
@@ -207,7 +208,10 @@ def describe_job(hook: Any, job_id: str) -> dict[str, Any]:
 
 
 def _describe(hook: Any, args: Namespace) -> None:
-    document = describe_job(hook, job_id_of(hook, args, args.job_id))
+    document = describe_job(hook, job_id_of(hook, args, args.job_id), args.limit)
+    counted = sum(document["task_counts"][state] for state in ("active", "running", "completed"))
+    if counted > len(document["tasks"]) == args.limit:
+        note(f"Showing the first {args.limit} of {counted} tasks by id (--limit to see more)")
     if args.output in ("json", "yaml"):
         print_structured(document, args.output)
         return

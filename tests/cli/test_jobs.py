@@ -226,6 +226,16 @@ def test_jobs_describe_table(cli, azbatch_default, described_job):
     assert rows[1][5] == "1"  # retried once by the service
 
 
+def test_jobs_describe_shows_a_bounded_number_of_tasks(cli, azbatch_default, described_job):
+    result = cli("jobs", "describe", "cli-describe", "--limit", "2")
+
+    assert result.code == 0, result.err
+    _, rows = table(result.lines[11:])
+    assert [row[0] for row in rows] == ["bad", "flaky"]
+    assert result.error == "Showing the first 2 of 3 tasks by id (--limit to see more)"
+    assert "Tasks:            3: 0 active, 0 running, 1 succeeded, 2 failed" in result.lines
+
+
 def test_jobs_describe_json(cli, azbatch_default, described_job):
     job, tasks = described_job
 
