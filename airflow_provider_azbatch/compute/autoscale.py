@@ -11,10 +11,8 @@ from airflow_provider_azbatch.compute.errors import InvalidAutoscaleError
 MIN_EVALUATION_INTERVAL = timedelta(minutes=5)
 MAX_EVALUATION_INTERVAL = timedelta(hours=168)
 MAX_TASK_SLOTS_PER_NODE = 256
-# Batch samples its metrics about every 30 seconds; a shorter look-back holds almost no samples.
-MIN_SAMPLE_WINDOW = timedelta(minutes=1)
-# Share of the window's samples below which the history is too thin to average (as in the Batch docs).
-SAMPLE_PERCENT_THRESHOLD = 70
+# Batch records $PendingTasks and its other metrics about every 30 seconds: one sample.
+SAMPLE_PERIOD = timedelta(seconds=30)
 
 
 def _check_count(
@@ -39,40 +37,59 @@ def check_node_bounds(
     _check_count(f"{prefix}.min_nodes", min_nodes, 0, max_nodes, error=error)
 
 
-def _interval_expression(window: timedelta) -> str:
-    seconds = window.total_seconds()
-    if seconds % 60 == 0:
-        return f"TimeInterval_Minute * {int(seconds // 60)}"
-    return f"TimeInterval_Second * {int(seconds)}"
-
-
 def autoscale_formula(
     max_nodes: int,
     *,
     min_nodes: int = 0,
     low_priority: bool = False,
-    sample_window: timedelta = timedelta(minutes=3),
+    sample_window: timedelta = timedelta(minutes=1),
     task_slots_per_node: int = 1,
 ) -> str:
     """A formula keeping ``ceil(pending tasks / task_slots_per_node)`` nodes, clamped to [min, max].
 
-    ``$PendingTasks`` is active plus running tasks, so nodes busy with a task are still counted.
-    Right after pool creation the service may hold few or no samples, so - as in the Batch autoscale
-    documentation - the last sample alone is used until ``sample_window`` is at least 70% covered,
-    and afterwards the larger of the last sample and the window's average (scale up at once, scale
-    down smoothly). ``$NodeDeallocationOption = taskcompletion`` lets running tasks finish before a
-    node is removed. With ``low_priority`` the target is spot/low-priority nodes and dedicated is 0;
-    otherwise the reverse.
+    ``$PendingTasks`` is active plus running tasks, so nodes busy with a task are counted and a scale-down
+    only gives up nodes with nothing left to do. (Counting queued tasks alone would let nodes go as soon
+    as their last task ends, but would hold the pool in a resize for as long as its longest task runs.)
+    ``$NodeDeallocationOption = taskcompletion``: a node picked while it still runs a task finishes it
+    first; ``requeue`` would kill that work and run it again, ``retaineddata`` would keep the node, paid,
+    until its tasks' retention time is over (7 days by default).
+
+    The count is the larger of the last sample and the mean of the samples of ``sample_window`` (the
+    last two by default): nodes come at the first evaluation that sees the tasks and go at the first one
+    that sees them done. The mean bridges a shorter dip - one Airflow task's job done and the next one's
+    tasks not yet added, a sample the service did not record - as the Batch documentation advises
+    against relying on ``GetSample(1)`` alone; it costs one more interval of nodes only when an
+    evaluation falls within the window after the work ends (1 evaluation in 5). A long window is paid
+    after every burst: the 3-minute mean this formula used before (the documentation's example takes 5)
+    kept ``ceil`` of the mean, often most of a burst's nodes, for a whole further interval.
+    ``bench/autoscale.py`` measures both (README, "Autoscaling, measured").
+
+    Time scales: Batch records a sample about every 30 s and evaluates the formula every 5 minutes at
+    most often (the interval the provider sets), about 10 new samples per evaluation. The window is a
+    count of samples (``GetSample(2)``), not a time range (``GetSample(TimeInterval_Minute * 1)``), so it
+    means the same wherever samples come faster: the local Batch service samples every second, and with
+    ``--autoscale-interval 10`` it is Azure's time scale compressed 30 times - where a time range would
+    span 30 times more samples and evaluations than on Azure. A count asks for no sample percentage, so
+    the documentation's 70% guard is not needed: right after creation it uses whatever samples exist.
+    ``sample_window`` is Azure time, a whole number of 30-second samples.
+
+    With ``low_priority`` the target is spot/low-priority nodes and dedicated is 0; otherwise the reverse.
     """
     check_node_bounds(max_nodes, min_nodes, prefix="autoscale")
     _check_count("autoscale.task_slots_per_node", task_slots_per_node, 1, MAX_TASK_SLOTS_PER_NODE)
     if not isinstance(low_priority, bool):
         raise InvalidAutoscaleError(f"autoscale.low_priority must be True or False, got {low_priority!r}")
-    if not isinstance(sample_window, timedelta) or sample_window < MIN_SAMPLE_WINDOW or sample_window.microseconds:
+    if (
+        not isinstance(sample_window, timedelta)
+        or sample_window < SAMPLE_PERIOD
+        or sample_window % SAMPLE_PERIOD != timedelta(0)
+    ):
         raise InvalidAutoscaleError(
-            f"autoscale.sample_window must be a timedelta of whole seconds, at least 1 minute, got {sample_window!r}"
+            "autoscale.sample_window must be a timedelta of whole 30-second samples (30 s, 1 min, 90 s, ...), "
+            f"got {sample_window!r}"
         )
-    window = _interval_expression(sample_window)
+    samples = sample_window // SAMPLE_PERIOD
+    recent = f", avg($PendingTasks.GetSample({samples}))" if samples > 1 else ""
     scaled, idle = (
         ("$TargetLowPriorityNodes", "$TargetDedicatedNodes")
         if low_priority
@@ -80,9 +97,7 @@ def autoscale_formula(
     )
     return "\n".join(
         [
-            f"$samples = $PendingTasks.GetSamplePercent({window});",
-            f"$tasks = $samples < {SAMPLE_PERCENT_THRESHOLD} ? max(0, $PendingTasks.GetSample(1)) : "
-            f"max($PendingTasks.GetSample(1), avg($PendingTasks.GetSample({window})));",
+            f"$tasks = max(0, $PendingTasks.GetSample(1){recent});",
             f"$nodes = ceil($tasks / {task_slots_per_node});",
             f"{scaled} = max({min_nodes}, min($nodes, {max_nodes}));",
             f"{idle} = 0;",

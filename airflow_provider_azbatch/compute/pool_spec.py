@@ -142,6 +142,10 @@ def pool_spec_from_requirements(
     without, it is a fixed pool of ``max_nodes`` nodes (``min_nodes`` unused). Nodes are spot/low
     priority when ``req.low_priority``. Giving ``container_images`` implies a container pool.
     ``task_slots_per_node`` defaults to how many such tasks fit on one node.
+
+    ``evaluation_interval`` defaults to the shortest the service allows, 5 minutes: an evaluation costs
+    nothing, while every interval is, at worst, that long for a task to wait for a node and for a node
+    whose work is done to stay paid (longer intervals only add idle time and latency).
     """
     check_node_bounds(max_nodes, min_nodes, prefix="pool", error=InvalidPoolSpecError)
     vm = select_vm_size(req, catalog)

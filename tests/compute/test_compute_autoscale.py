@@ -10,9 +10,7 @@ from airflow_provider_azbatch.compute.errors import InvalidAutoscaleError
 
 def test_formula_for_dedicated_nodes() -> None:
     assert autoscale_formula(10) == (
-        "$samples = $PendingTasks.GetSamplePercent(TimeInterval_Minute * 3);\n"
-        "$tasks = $samples < 70 ? max(0, $PendingTasks.GetSample(1)) : "
-        "max($PendingTasks.GetSample(1), avg($PendingTasks.GetSample(TimeInterval_Minute * 3)));\n"
+        "$tasks = max(0, $PendingTasks.GetSample(1), avg($PendingTasks.GetSample(2)));\n"
         "$nodes = ceil($tasks / 1);\n"
         "$TargetDedicatedNodes = max(0, min($nodes, 10));\n"
         "$TargetLowPriorityNodes = 0;\n"
@@ -26,14 +24,18 @@ def test_formula_for_low_priority_nodes_with_slots_and_a_floor() -> None:
     )
 
     assert formula == (
-        "$samples = $PendingTasks.GetSamplePercent(TimeInterval_Second * 90);\n"
-        "$tasks = $samples < 70 ? max(0, $PendingTasks.GetSample(1)) : "
-        "max($PendingTasks.GetSample(1), avg($PendingTasks.GetSample(TimeInterval_Second * 90)));\n"
+        "$tasks = max(0, $PendingTasks.GetSample(1), avg($PendingTasks.GetSample(3)));\n"
         "$nodes = ceil($tasks / 4);\n"
         "$TargetLowPriorityNodes = max(2, min($nodes, 20));\n"
         "$TargetDedicatedNodes = 0;\n"
         "$NodeDeallocationOption = taskcompletion;"
     )
+
+
+def test_a_one_sample_window_is_the_last_sample() -> None:
+    formula = autoscale_formula(3, sample_window=timedelta(seconds=30))
+
+    assert formula.splitlines()[0] == "$tasks = max(0, $PendingTasks.GetSample(1));"
 
 
 @pytest.mark.parametrize(
@@ -54,17 +56,20 @@ def test_formula_for_low_priority_nodes_with_slots_and_a_floor() -> None:
             "autoscale.task_slots_per_node must be a whole number between 1 and 256, got 257",
         ),
         ((10,), {"low_priority": "yes"}, "autoscale.low_priority must be True or False, got 'yes'"),
-        (
-            (10,),
-            {"sample_window": timedelta(seconds=30)},
-            "autoscale.sample_window must be a timedelta of whole seconds, at least 1 minute, "
-            "got datetime.timedelta(seconds=30)",
-        ),
-        (
-            (10,),
-            {"sample_window": timedelta(seconds=60, microseconds=5)},
-            "autoscale.sample_window must be a timedelta of whole seconds, at least 1 minute, "
-            "got datetime.timedelta(seconds=60, microseconds=5)",
+        *(
+            (
+                (10,),
+                {"sample_window": window},
+                "autoscale.sample_window must be a timedelta of whole 30-second samples (30 s, 1 min, 90 s, ...), "
+                f"got {window!r}",
+            )
+            for window in (
+                timedelta(0),
+                timedelta(seconds=-30),
+                timedelta(seconds=45),
+                timedelta(seconds=60, microseconds=5),
+                60,
+            )
         ),
     ],
 )
