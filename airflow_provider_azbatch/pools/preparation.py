@@ -11,6 +11,7 @@ from airflow_provider_azbatch.exceptions import AzureBatchValidationError
 from airflow_provider_azbatch.pools.strategy import (
     BatchPool,
     PoolStrategyError,
+    formula_outdated,
     images_not_prefetched,
     pool_differences,
 )
@@ -77,6 +78,12 @@ def _check_shared(hook: Any, pool_id: str, body: dict[str, Any], images: list[st
             "batch_pool",
             f"pool {pool_id!r} already exists with a different specification: {'; '.join(differences)}. "
             "Use another pool id, or delete the pool so that it is created again",
+        )
+    if formula_outdated(found, body):
+        log.warning(
+            "Shared pool %s scales with another version of this provider's autoscale formula (the same bounds): it "
+            "keeps its own. Delete the pool so that it is created with this version's",
+            pool_id,
         )
     missing = images_not_prefetched(found, images)
     if missing:

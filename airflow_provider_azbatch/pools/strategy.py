@@ -11,6 +11,7 @@ requirements (see :mod:`airflow_provider_azbatch.compute`).
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -186,7 +187,15 @@ def pool_differences(existing: Mapping[str, Any], wanted: Mapping[str, Any]) -> 
         ("enableAutoScale", bool(existing.get("enableAutoScale")), bool(wanted.get("enableAutoScale"))),
     ]
     if wanted.get("enableAutoScale"):
-        checks.append(("autoScaleFormula", existing.get("autoScaleFormula"), wanted.get("autoScaleFormula")))
+        have_bounds, want_bounds = (
+            formula_bounds(existing.get("autoScaleFormula")),
+            formula_bounds(wanted.get("autoScaleFormula")),
+        )
+        if have_bounds is not None and want_bounds is not None:
+            # Formulas of this provider (of any version): what matters is what they scale, and between what.
+            checks.append(("autoscale (target, slots per node, min, max)", have_bounds, want_bounds))
+        else:
+            checks.append(("autoScaleFormula", existing.get("autoScaleFormula"), wanted.get("autoScaleFormula")))
     else:
         checks.append(
             ("targetDedicatedNodes", existing.get("targetDedicatedNodes"), wanted.get("targetDedicatedNodes"))
@@ -197,6 +206,26 @@ def pool_differences(existing: Mapping[str, Any], wanted: Mapping[str, Any]) -> 
     if wanted.get("enableInterNodeCommunication"):
         checks.append(("enableInterNodeCommunication", bool(existing.get("enableInterNodeCommunication")), True))
     return [f"{name} is {have!r}, this task wants {want!r}" for name, have, want in checks if have != want]
+
+
+_GENERATED = re.compile(
+    r"\$nodes = ceil\(\$tasks / (?P<slots>\d+)\);\s*"
+    r"(?P<target>\$Target\w+) = max\((?P<min>\d+), min\(\$nodes, (?P<max>\d+)\)\);"
+)
+
+
+def formula_bounds(formula: Any) -> tuple[str, int, int, int] | None:
+    """(scaled target, task slots per node, min nodes, max nodes) of a formula this provider generated."""
+    match = _GENERATED.search(formula) if isinstance(formula, str) else None
+    if match is None:
+        return None
+    return match["target"], int(match["slots"]), int(match["min"]), int(match["max"])
+
+
+def formula_outdated(existing: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
+    """The same bounds, from another version of the provider's formula (the pool keeps its own)."""
+    have, want = existing.get("autoScaleFormula"), wanted.get("autoScaleFormula")
+    return bool(wanted.get("enableAutoScale")) and formula_bounds(have) is not None and have != want
 
 
 def images_not_prefetched(existing: Mapping[str, Any], images: Sequence[str]) -> list[str]:

@@ -38,3 +38,22 @@ def test_allocation_errors_with_no_node_are_a_problem():
     problem = diagnose(_pool(resize_errors=errors), [], [])
     assert str(problem) == "Pool p could not allocate nodes for the job: AccountCoreQuotaReached: no cores left"
     assert problem.certain
+
+
+def test_a_shared_pool_made_by_another_version_of_the_formula_is_reused_if_its_bounds_match():
+    from airflow_provider_azbatch.pools.strategy import BatchPool, formula_outdated, pool_differences
+
+    strategy = BatchPool.shared("p", requirements={"cpus": 1}, max_nodes=4)
+    wanted = strategy.pool_body(containers=False, multi_node=1)
+    older = dict(wanted, autoScaleFormula=wanted["autoScaleFormula"].replace("avg(", "max(0, avg(") + " // older")
+    assert older["autoScaleFormula"] != wanted["autoScaleFormula"]
+    assert pool_differences(older, wanted) == []
+    assert formula_outdated(older, wanted) is True
+    assert formula_outdated(wanted, wanted) is False
+    bigger = BatchPool.shared("p", requirements={"cpus": 1}, max_nodes=8).pool_body(containers=False, multi_node=1)
+    assert pool_differences(older, bigger) == [
+        "autoscale (target, slots per node, min, max) is ('$TargetDedicatedNodes', 2, 0, 4), this task wants "
+        "('$TargetDedicatedNodes', 2, 0, 8)"
+    ]
+    hand_written = dict(wanted, autoScaleFormula="$TargetDedicatedNodes = 3;")
+    assert pool_differences(hand_written, wanted)[0].startswith("autoScaleFormula is '$TargetDedicatedNodes = 3;'")
