@@ -255,6 +255,16 @@ CONFIG_OPTIONS: dict[str, Any] = {
         "example": "60",
         "default": "30",
     },
+    "stream_looks_per_second": {
+        "description": "Looks at quiet output streams (one file listing each) a triggerer makes per second, all "
+        "its deferred jobs together; a stream whose output grew is looked at every poll regardless. It bounds "
+        "what following many quiet streams costs: with more quiet streams than this times idle_stream_interval, "
+        "each is looked at every (quiet streams / this) seconds instead.",
+        "version_added": "0.2.0",
+        "type": "float",
+        "example": "200",
+        "default": "100",
+    },
     "partial_line_seconds": {
         "description": "An unfinished output line (a progress bar writing no newline) is shown as it is after "
         "waiting this long for its end.",

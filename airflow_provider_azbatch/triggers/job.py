@@ -35,6 +35,7 @@ from airflow_provider_azbatch import config
 from airflow_provider_azbatch.hooks.batch_async import AzureBatchAsyncHook
 from airflow_provider_azbatch.hooks.errors import describe_error
 from airflow_provider_azbatch.pools.health import PoolProblem
+from airflow_provider_azbatch.watching.budget import TokenBucket
 from airflow_provider_azbatch.watching.core import JobWatcher
 from airflow_provider_azbatch.watching.drivers import run_async
 from airflow_provider_azbatch.watching.outages import DEFAULT_MAX_OUTAGE_SECONDS, OutagePolicy, WaitFailed
@@ -48,6 +49,19 @@ STEP_CONCURRENCY = 8
 FRESH_SECONDS = 10.0
 # How long a cancelled trigger (triggerer shutdown) may take to write its last checkpoint.
 FINAL_CHECKPOINT_SECONDS = 5.0
+
+
+_look_budgets: dict[int, TokenBucket] = {}
+
+
+def shared_look_budget() -> TokenBucket:
+    """The looks at quiet streams all the triggers of this event loop (a triggerer) share."""
+    loop_id = id(asyncio.get_running_loop())
+    budget = _look_budgets.get(loop_id)
+    if budget is None:
+        rate = config.get_float("stream_looks_per_second")
+        budget = _look_budgets[loop_id] = TokenBucket(rate=rate, burst=rate)
+    return budget
 
 
 class Checkpoints:
@@ -185,6 +199,7 @@ class AzureBatchJobTrigger(BaseTrigger):
             max_read_bytes=self.max_read_bytes,
             idle_stream_seconds=config.get_float("idle_stream_interval"),
             partial_line_seconds=config.get_float("partial_line_seconds"),
+            look_budget=shared_look_budget(),
         )
         policy = OutagePolicy(self.job_id, self.max_outage)
         limit = asyncio.Semaphore(STEP_CONCURRENCY)

@@ -9,10 +9,11 @@ a step costs:
 - the pool, every ``pool_check_interval`` while tasks wait and none runs;
 - the states of the streamed tasks, when the counts moved;
 - for each streamed task that runs: one file listing (sizes of stdout and stderr), then one ranged read
-  per stream that grew, of the new bytes only. A task whose output stays quiet is listed less often:
-  every poll for its first ``QUIET_LOOKS_PER_LEVEL`` quiet looks, then twice as far apart after every
-  ``QUIET_LOOKS_PER_LEVEL`` more, never more than ``idle_stream_seconds`` apart (the longest a quiet
-  stream's new output can wait before it is seen).
+  per stream that grew, of the new bytes only. A task whose output grew is listed every poll; one whose
+  output stays quiet less often: every poll for ``QUIET_LOOKS_PER_LEVEL`` quiet looks, then twice as far
+  apart after every ``QUIET_LOOKS_PER_LEVEL`` more, never more than ``idle_stream_seconds`` apart (the
+  longest a quiet stream's new output waits before it is seen) - as far as the look budget the watch
+  shares with others allows (see :mod:`.budget`).
 
 Which output is shown, for jobs of any size: stdout and stderr of the ``streamed`` tasks (the first
 ``max_streamed_tasks`` submitted); for failed tasks, the last lines of stderr in the failure report.
@@ -23,9 +24,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Protocol
 
 from airflow_provider_azbatch.pools.health import PoolProblem, check_pool
+from airflow_provider_azbatch.watching.budget import Unlimited
 from airflow_provider_azbatch.watching.calls import Call, Step, ask, raise_first_error
 from airflow_provider_azbatch.watching.state import (
     STDOUT,
@@ -46,7 +48,7 @@ JOB_STATE_CHECK_SECONDS = 60.0
 # time is what the job cost, and the pool goes with the job).
 NODE_SAMPLE_SECONDS = 60.0
 # A quiet stream is listed every poll for this many looks, then half as often, and so on.
-QUIET_LOOKS_PER_LEVEL = 4
+QUIET_LOOKS_PER_LEVEL = 2
 DEFAULT_IDLE_STREAM_SECONDS = 30.0
 DEFAULT_PARTIAL_LINE_SECONDS = 10.0
 
@@ -55,6 +57,10 @@ RESTART_NOTICE = "--- the task started over (retry); its output follows anew ---
 
 # (Batch task id, or None for lines about the job; the line).
 Emit = Callable[[str | None, str], None]
+
+
+class LookBudget(Protocol):
+    def grant(self, wanted: int, now: float) -> int: ...
 
 
 def format_progress(job_id: str, counts: TaskCounts, expected: int | None) -> str:
@@ -75,8 +81,15 @@ class _Look:
 
     next_at: float = 0.0
     quiet: int = 0
+    looked: bool = False
+
+    @property
+    def active(self) -> bool:
+        """Its output grew at the last look: looked at every poll, whatever the budget."""
+        return self.looked and self.quiet == 0
 
     def after(self, grew: bool, now: float, poll_interval: float, cap: float) -> None:
+        self.looked = True
         self.quiet = 0 if grew else self.quiet + 1
         level = self.quiet // QUIET_LOOKS_PER_LEVEL
         self.next_at = now + min(max(cap, poll_interval), poll_interval * (2**level)) if self.quiet else now
@@ -95,6 +108,7 @@ class JobWatcher:
         max_read_bytes: int = 1024 * 1024,
         idle_stream_seconds: float = DEFAULT_IDLE_STREAM_SECONDS,
         partial_line_seconds: float = DEFAULT_PARTIAL_LINE_SECONDS,
+        look_budget: LookBudget | None = None,
     ) -> None:
         self.state = state
         self.emit = emit
@@ -103,6 +117,7 @@ class JobWatcher:
         self.max_read_bytes = max_read_bytes
         self.idle_stream_seconds = idle_stream_seconds
         self.partial_line_seconds = partial_line_seconds
+        self.look_budget: LookBudget = look_budget or Unlimited()
         # Scheduling of this process's own looks: not part of the state (a resumed watch looks at once).
         self.last_job_check: float | None = None
         self.last_pool_check: float | None = None
@@ -270,13 +285,20 @@ class JobWatcher:
             return
         state = self.state
         due: list[tuple[str, bool]] = []
+        budgeted: list[tuple[float, str]] = []
         for task in state.streamed:
             task_state = state.task_states.get(task)
             if task_state not in ("running", "completed") or self._flushed(task):
                 continue
-            final = task_state == "completed"
-            if final or now >= self._looks.setdefault(task, _Look()).next_at:
-                due.append((task, final))
+            look = self._looks.setdefault(task, _Look())
+            if task_state == "completed" or (look.active and now >= look.next_at):
+                due.append((task, task_state == "completed"))
+            elif now >= look.next_at:
+                # Never looked at (first) or quiet (longest due first): within the shared budget.
+                budgeted.append((look.next_at if look.looked else float("-inf"), task))
+        budgeted.sort()
+        granted = self.look_budget.grant(len(budgeted), now)
+        due += [(task, False) for _, task in budgeted[:granted]]
         errors: list[BaseException] = []
         reads: list[tuple[str, str, bool, Call]] = []
         uploaded: list[tuple[str, str]] = []

@@ -103,6 +103,7 @@ def test_every_config_option_is_documented(info):
         "checkpoint_interval",
         "idle_stream_interval",
         "partial_line_seconds",
+        "stream_looks_per_second",
         "workspace_max_mb",
         "workspace_container",
         "workspace_prefix",

@@ -523,3 +523,50 @@ def test_the_nodes_of_a_pool_made_for_the_job_are_recorded_with_when_they_left()
             "seen": "2025-12-01T10:01:40+00:00",
         },
     }
+
+
+def test_the_token_bucket_grants_its_rate_and_burst():
+    from airflow_provider_azbatch.watching.budget import TokenBucket
+
+    bucket = TokenBucket(rate=10, burst=10)
+    assert bucket.grant(25, now=100.0) == 10  # the burst
+    assert bucket.grant(5, now=100.0) == 0
+    assert bucket.grant(5, now=100.3) == 3  # 0.3 s at 10 a second
+    assert bucket.grant(50, now=200.0) == 10  # never more than the burst
+
+
+def test_quiet_and_new_streams_share_the_budget_streams_that_grew_do_not():
+    from airflow_provider_azbatch.watching.budget import TokenBucket
+
+    tasks = [f"t{i:02d}" for i in range(20)]
+    lines = Lines()
+    watcher = JobWatcher(
+        WatchState("j", expected_tasks=20, streamed=tasks),
+        lines,
+        poll_interval=1.0,
+        look_budget=TokenBucket(rate=4, burst=4),
+    )
+    batch = Batch(
+        counts=TaskCounts(running=20),
+        states=dict.fromkeys(tasks, "running"),
+        files={task: {"stdout.txt": b""} for task in tasks},
+    )
+    _step(watcher, batch, now=0.0)
+    assert batch.calls["list_task_files"] == 4  # the first looks at 20 new tasks are spread over polls
+    for second in range(1, 5):
+        _step(watcher, batch, now=float(second))
+    assert batch.calls["list_task_files"] == 20  # each looked at once in 5 polls
+    # Two tasks start writing: from their next look on they are followed every poll, budget or not.
+    batch.files["t00"]["stdout.txt"] = b"a\n"
+    batch.files["t01"]["stdout.txt"] = b"b\n"
+    while not (lines.of("t00") and lines.of("t01")):
+        second += 1
+        _step(watcher, batch, now=float(second))
+    batch.calls.clear()
+    watcher.look_budget = TokenBucket(rate=0, burst=0)  # no budget left at all
+    for later in range(second + 1, second + 6):
+        batch.files["t00"]["stdout.txt"] += b"more\n"
+        batch.files["t01"]["stdout.txt"] += b"more\n"
+        _step(watcher, batch, now=float(later))
+    assert batch.calls["list_task_files"] == 10  # the two streams that keep growing, every poll
+    assert lines.of("t00") == ["[t00] a"] + ["[t00] more"] * 5
