@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import time
 from collections.abc import Callable
 from typing import TypeVar
@@ -19,6 +20,11 @@ def wait_until(check: Callable[[], T], timeout: float = 30.0, interval: float = 
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         time.sleep(interval)
+
+
+def sh(script: str) -> str:
+    """A command line running ``script`` under a shell, as a Batch user writes one (the service runs none)."""
+    return "/bin/sh -c " + shlex.quote(script)
 
 
 def pool_options(pool_id: str, nodes: int = 1, slots: int = 1, **extra: object) -> object:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from airflow_provider_azbatch.compute import ResourceRequirements, pool_spec_from_requirements
+from airflow_provider_azbatch.submission.shell import shell_command
 
 Kind = Literal["existing", "shared", "auto"]
 
@@ -160,7 +161,9 @@ class BatchPool:
         if registries and "containerConfiguration" in body["virtualMachineConfiguration"]:
             body["virtualMachineConfiguration"]["containerConfiguration"]["containerRegistries"] = list(registries)
         if self.start_task:
-            body["startTask"] = {"commandLine": self.start_task, "waitForSuccess": True, "maxTaskRetryCount": 1}
+            # A shell command, like a task's: the node runs a start task's command line without a shell.
+            command_line = shell_command(self.start_task)
+            body["startTask"] = {"commandLine": command_line, "waitForSuccess": True, "maxTaskRetryCount": 1}
         return body
 
 

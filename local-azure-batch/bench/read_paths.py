@@ -22,6 +22,7 @@ import argparse
 import asyncio
 import os
 import random
+import shlex
 import statistics
 import time
 from collections.abc import Callable
@@ -95,7 +96,8 @@ def load(service: LocalBatchService, jobs: int, tasks: int, file_tasks: int) -> 
         )
     )
     client.create_job(m.BatchJobCreateOptions(id=FILES_JOB, pool_info=m.BatchPoolInfo(pool_id="run")))
-    output = "i=0; while [ $i -lt 200 ]; do echo line $i of the output; i=$((i+1)); done"
+    # A shell loop: Batch runs a command line without a shell, so it invokes one.
+    output = "/bin/sh -c " + shlex.quote("i=0; while [ $i -lt 200 ]; do echo line $i of the output; i=$((i+1)); done")
     client.create_tasks(
         FILES_JOB, [m.BatchTaskCreateOptions(id=f"f{i}", command_line=output) for i in range(file_tasks)]
     )

@@ -10,6 +10,7 @@ reaches the recorded state.
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -208,12 +209,23 @@ def _collapse(entries: list[dict[str, Any]]) -> list[tuple[dict[str, Any], bool]
     return out
 
 
+def _windows_cmd(directory: Path) -> str:
+    """A PATH with a ``cmd`` program: the recorded tasks ran on Windows nodes as ``cmd /c "echo hello world"``.
+
+    The service runs a command line without a shell, as the real one does, so without it they could not start.
+    """
+    shim = directory / "cmd"
+    shim.write_text('#!/bin/sh\n[ "$1" = /c ] && shift\nexec /bin/sh -c "$*"\n')
+    shim.chmod(0o755)
+    return f"{directory}{os.pathsep}{os.environ.get('PATH', '')}"
+
+
 @pytest.mark.parametrize(
     "name", ["jobs.json", "files.json", "exception_policy.json", "create_pools.json", "scale_pools.json"]
 )
-def test_recorded_session_replays(name):
+def test_recorded_session_replays(name, tmp_path):
     entries = json.loads((RECORDINGS / name).read_text())["Entries"]
-    with run_local_batch_service(extra_args=["--quiet"]) as service:
+    with run_local_batch_service(extra_args=["--quiet"], env={"PATH": _windows_cmd(tmp_path)}) as service:
         replayer = Replayer(service)
         for method, path, body in SETUP.get(name, []):
             assert replayer.send(method, f"{path}?api-version=2025-06-01", body).status_code == 201

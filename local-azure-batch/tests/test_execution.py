@@ -8,10 +8,10 @@ from datetime import timedelta
 from azure.batch import models as m
 
 from tests import sdk_models
-from tests.helpers import wait_until
+from tests.helpers import sh, wait_until
 
 # Each task records when it started and ended (nanoseconds) on its stdout.
-TIMED = "echo start $(date +%s%N); sleep 0.4; echo end $(date +%s%N)"
+TIMED = sh("echo start $(date +%s%N); sleep 0.4; echo end $(date +%s%N)")
 
 
 def _job(client, pool_info, **extra):
@@ -53,7 +53,7 @@ def test_wall_clock_kills_the_task_and_reports_it(batch_client):
         job_id,
         m.BatchTaskCreateOptions(
             id="slow",
-            command_line="echo started; sleep 30; echo never",
+            command_line=sh("echo started; sleep 30; echo never"),
             constraints=m.BatchTaskConstraints(max_wall_clock_time=timedelta(seconds=1)),
         ),
     )
@@ -81,14 +81,14 @@ def test_failed_task_is_retried_up_to_the_limit(batch_client, tmp_path):
         m.BatchTaskCreateOptions(
             id="flaky",
             # fails twice, then succeeds: the third attempt is the second retry
-            command_line=f"echo x >> {marker}; test $(wc -l < {marker}) -ge 3",
+            command_line=sh(f"echo x >> {marker}; test $(wc -l < {marker}) -ge 3"),
             constraints=m.BatchTaskConstraints(max_task_retry_count=3),
         ),
     )
     client.create_task(
         job_id,
         m.BatchTaskCreateOptions(
-            id="hopeless", command_line="exit 7", constraints=m.BatchTaskConstraints(max_task_retry_count=2)
+            id="hopeless", command_line=sh("exit 7"), constraints=m.BatchTaskConstraints(max_task_retry_count=2)
         ),
     )
     wait_until(lambda: _completed(client, job_id, 2), what="both tasks")
@@ -131,7 +131,7 @@ def test_environment_and_layout_match_a_linux_node(batch_client):
         job_id,
         m.BatchTaskCreateOptions(
             id="env",
-            command_line=command,
+            command_line=sh(command),
             environment_settings=[m.EnvironmentSetting(name="FROM_TASK", value="t")],
         ),
     )
@@ -183,17 +183,17 @@ def test_dependencies_and_exit_conditions(batch_client, tmp_path):
     )
     tasks = [
         m.BatchTaskCreateOptions(
-            id="3", command_line=f"echo 3 >> {order}", depends_on=m.BatchTaskDependencies(task_ids=["2"])
+            id="3", command_line=sh(f"echo 3 >> {order}"), depends_on=m.BatchTaskDependencies(task_ids=["2"])
         ),
         m.BatchTaskCreateOptions(
             id="2",
-            command_line=f"sleep 0.3; echo 2 >> {order}",
+            command_line=sh(f"sleep 0.3; echo 2 >> {order}"),
             depends_on=m.BatchTaskDependencies(task_ids=["1"]),
         ),
-        m.BatchTaskCreateOptions(id="1", command_line=f"sleep 0.3; echo 1 >> {order}"),
+        m.BatchTaskCreateOptions(id="1", command_line=sh(f"sleep 0.3; echo 1 >> {order}")),
         m.BatchTaskCreateOptions(
             id="after-range",
-            command_line=f"echo range >> {order}",
+            command_line=sh(f"echo range >> {order}"),
             depends_on=m.BatchTaskDependencies(task_id_ranges=[m.BatchTaskIdRange(start=1, end=3)]),
         ),
     ]
@@ -204,7 +204,7 @@ def test_dependencies_and_exit_conditions(batch_client, tmp_path):
         job_id,
         m.BatchTaskCreateOptions(
             id="fatal",
-            command_line="exit 3",
+            command_line=sh("exit 3"),
             exit_conditions=m.ExitConditions(
                 exit_codes=[
                     m.ExitCodeMapping(code=3, exit_options=m.ExitOptions(job_action=m.BatchJobActionKind.TERMINATE))

@@ -10,7 +10,7 @@ from azure.batch import models as m
 from azure.core.exceptions import HttpResponseError
 
 from tests import sdk_models
-from tests.helpers import wait_until
+from tests.helpers import sh, wait_until
 
 # Each instance reports its AZ_BATCH_* variables, then when its coordination ended (ns); the pause lets
 # a primary that did not wait for the other node start its application before that node's end.
@@ -48,9 +48,9 @@ def _job(client, pool_id):
 def _multi_instance_task(task_id, instances, coordination, application, **extra):
     return m.BatchTaskCreateOptions(
         id=task_id,
-        command_line=application,
+        command_line=sh(application),
         multi_instance_settings=m.MultiInstanceSettings(
-            number_of_instances=instances, coordination_command_line=coordination
+            number_of_instances=instances, coordination_command_line=sh(coordination)
         ),
         **extra,
     )

@@ -10,9 +10,9 @@ from azure.batch.models._models import BatchJobTerminateOptions
 from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
 
 from tests import sdk_models
-from tests.helpers import wait_until
+from tests.helpers import sh, wait_until
 
-GROWING = 'i=1; while [ $i -le 40 ]; do echo "line $i"; i=$((i+1)); sleep 0.05; done'
+GROWING = sh('i=1; while [ $i -le 40 ]; do echo "line $i"; i=$((i+1)); sleep 0.05; done')
 
 
 def _unique(prefix: str) -> str:

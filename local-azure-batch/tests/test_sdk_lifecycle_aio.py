@@ -13,6 +13,7 @@ from azure.core.credentials import AzureNamedKeyCredential
 from azure.core.exceptions import ResourceNotFoundError
 
 from tests import sdk_models
+from tests.helpers import sh
 
 
 async def _poll(check, timeout=30.0, what="condition"):
@@ -42,7 +43,7 @@ def test_aio_client_full_life_cycle(local_batch_service):
             await client.create_task(
                 job_id,
                 m.BatchTaskCreateOptions(
-                    id="grower", command_line="for i in 1 2 3 4 5 6; do echo row $i; sleep 0.1; done"
+                    id="grower", command_line=sh("for i in 1 2 3 4 5 6; do echo row $i; sleep 0.1; done")
                 ),
             )
             result = await client.create_tasks(

@@ -10,7 +10,7 @@ from azure.core.credentials import AzureNamedKeyCredential
 
 from local_azure_batch.testing import run_local_batch_service
 from tests import sdk_models
-from tests.helpers import wait_until
+from tests.helpers import sh, wait_until
 
 
 def _alive(pid: int) -> bool:
@@ -33,7 +33,7 @@ def test_sigterm_stops_all_task_processes_and_cleans_up(tmp_path):
             f"sleep 300 & echo $! > {pid_dir}/$AZ_BATCH_TASK_ID.child; "
             f"echo $$ > {pid_dir}/$AZ_BATCH_TASK_ID.shell; wait"
         )
-        client.create_tasks("busy", [m.BatchTaskCreateOptions(id=f"t{i}", command_line=command) for i in range(4)])
+        client.create_tasks("busy", [m.BatchTaskCreateOptions(id=f"t{i}", command_line=sh(command)) for i in range(4)])
         wait_until(lambda: len(list(pid_dir.glob("*.shell"))) == 4, timeout=30, what="4 running tasks")
         pids = [int(path.read_text()) for path in pid_dir.iterdir()]
         assert all(_alive(pid) for pid in pids)

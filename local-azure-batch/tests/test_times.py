@@ -10,7 +10,7 @@ from azure.batch.models._models import BatchJobTerminateOptions
 from azure.core.exceptions import ResourceNotFoundError
 
 from tests import sdk_models
-from tests.helpers import wait_until
+from tests.helpers import sh, wait_until
 
 
 def _unique(prefix: str) -> str:
@@ -85,7 +85,7 @@ def test_a_retried_task_keeps_each_attempt_on_the_node(batch_client, shared_pool
         job_id,
         m.BatchTaskCreateOptions(
             id="flaky",
-            command_line=f"if [ -e {marker} ]; then exit 0; fi; touch {marker}; exit 3",
+            command_line=sh(f"if [ -e {marker} ]; then exit 0; fi; touch {marker}; exit 3"),
             constraints=m.BatchTaskConstraints(max_task_retry_count=1),
         ),
     )

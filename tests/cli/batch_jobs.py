@@ -8,11 +8,12 @@ from typing import Any
 
 from azure.batch import models as m
 
-from tests.helpers import wait_until
+from tests.helpers import sh, wait_until
 
 
-def task(task_id: str, command: str, **options: Any) -> m.BatchTaskCreateOptions:
-    return m.BatchTaskCreateOptions(id=task_id, command_line=command, **options)
+def task(task_id: str, script: str, **options: Any) -> m.BatchTaskCreateOptions:
+    """A task running a shell script, handed to ``/bin/sh -c`` as the operator does (Batch runs no shell)."""
+    return m.BatchTaskCreateOptions(id=task_id, command_line=sh(script), **options)
 
 
 def create_job(

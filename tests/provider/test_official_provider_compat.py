@@ -7,6 +7,8 @@ import time
 
 from azure.batch import models as m
 
+from tests.helpers import sh
+
 
 def test_official_airflow_azure_batch_hook_runs_a_task(local_batch_service, monkeypatch):
     from airflow.providers.microsoft.azure.hooks import batch as official
@@ -42,7 +44,7 @@ def test_official_airflow_azure_batch_hook_runs_a_task(local_batch_service, monk
     assert len(nodes) == 1
     hook.create_job(hook.configure_job(job_id="official-job", pool_id="official-pool"))
     hook.add_single_task_to_job("official-job", hook.configure_task(task_id="hello", command_line="echo official"))
-    hook.add_single_task_to_job("official-job", hook.configure_task(task_id="broken", command_line="exit 2"))
+    hook.add_single_task_to_job("official-job", hook.configure_task(task_id="broken", command_line=sh("exit 2")))
     failed = hook.wait_for_job_tasks_to_complete("official-job", timeout=1)
     assert [task.id for task in failed] == ["broken"]
     output = b"".join(hook.connection.download_task_file("official-job", "hello", "stdout.txt"))

@@ -13,6 +13,7 @@ from .clock import iso, utcnow
 from .jobs import Job
 from .node_commands import node_process
 from .pools import ComputeNode
+from .tasks import launch_failure
 
 
 class JobSideTasks:
@@ -77,6 +78,9 @@ def _completed(record: dict[str, Any], outcome: ProcessOutcome) -> None:
     record.update(
         state="completed",
         endTime=iso(outcome.end_time),
-        exitCode=outcome.exit_code,
         result="success" if outcome.exit_code == 0 else "failure",
     )
+    if outcome.exit_code is not None:
+        record["exitCode"] = outcome.exit_code
+    if outcome.ended_by == "launch_failed":  # the program could not be started: no exit code
+        record["failureInfo"] = launch_failure(outcome.error or "")

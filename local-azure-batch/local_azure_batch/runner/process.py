@@ -1,8 +1,10 @@
 """Runs task command lines as real processes, the way a Linux compute node does.
 
-Each run is ``/bin/sh -c <command line>`` in its own session (so a kill reaches every process the
-command started), with stdout and stderr going straight to files: a client reading those files
-sees output as soon as the process writes it.
+As on a node, a command line does not run under a shell: it is split into a program and its arguments
+(POSIX quoting, no variable expansion, no ``;``, pipes or redirections) and the program is executed
+directly. A command that wants shell features invokes one: ``/bin/sh -c 'echo $AZ_BATCH_TASK_ID'``.
+Each run is in its own session (so a kill reaches every process the command started), with stdout and
+stderr going straight to files: a client reading those files sees output as soon as the process writes it.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shlex
 import signal
 import time
 from collections.abc import Callable
@@ -39,6 +42,23 @@ def _fresh(path: Path) -> None:
     with contextlib.suppress(FileNotFoundError):
         path.unlink()
     CREATION_TIMES[str(path)] = time.time()
+
+
+def command_arguments(command_line: str) -> list[str]:
+    """The program and arguments a command line names, split without a shell as the Linux node agent does.
+
+    Quotes group words and backslashes escape, as in a POSIX shell; nothing else is interpreted: ``$HOME``,
+    ``;``, ``|``, ``>`` and ``#`` are ordinary characters. Raises ValueError for an unclosed quote or an
+    empty command line.
+    """
+    arguments = shlex.split(command_line, posix=True)
+    if not arguments:
+        raise ValueError("the command line names no program")
+    return arguments
+
+
+def _launch_error(program: str, exc: OSError) -> str:
+    return f"{program}: {exc.strerror or exc}"
 
 
 @dataclass
@@ -96,10 +116,12 @@ class ProcessRunner:
                 if handle.terminate_requested:
                     return ProcessOutcome(None, "terminated", start, utcnow())
                 try:
+                    arguments = command_arguments(spec.command_line)
+                except ValueError as exc:
+                    return ProcessOutcome(None, "launch_failed", start, utcnow(), error=f"{exc}: {spec.command_line}")
+                try:
                     process = await asyncio.create_subprocess_exec(
-                        "/bin/sh",
-                        "-c",
-                        spec.command_line,
+                        *arguments,
                         cwd=spec.cwd,
                         env=spec.env,
                         stdin=asyncio.subprocess.DEVNULL,
@@ -107,8 +129,9 @@ class ProcessRunner:
                         stderr=err,
                         start_new_session=True,
                     )
-                except OSError as exc:
-                    return ProcessOutcome(None, "launch_failed", start, utcnow(), error=str(exc))
+                except OSError as exc:  # not found, not executable, not a program (no #! line)
+                    error = _launch_error(arguments[0], exc)
+                    return ProcessOutcome(None, "launch_failed", start, utcnow(), error=error)
                 handle.process = process
                 self._groups.add(process.pid)
                 handle.started.set()
@@ -143,7 +166,7 @@ class ProcessRunner:
         except asyncio.TimeoutError:
             _signal_group(process, signal.SIGKILL)
             await process.wait()
-        # The shell may be gone while something it started lingers in the session.
+        # The program may be gone while something it started lingers in the session.
         _signal_group(process, signal.SIGKILL)
 
     async def shutdown(self) -> None:
@@ -171,5 +194,5 @@ def _signal_group(process: asyncio.subprocess.Process, sig: signal.Signals) -> N
 def _exit_code(returncode: int | None) -> int | None:
     if returncode is None:
         return None
-    # Report a signal death the way a shell on the node would (SIGKILL → 137).
+    # A signal death is reported as 128 + the signal's number, as the node reports it (SIGKILL → 137).
     return 128 - returncode if returncode < 0 else returncode
