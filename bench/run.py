@@ -504,12 +504,14 @@ def table(results: list[tuple[dict[str, Any], dict[str, Any] | None]]) -> str:
             continue
         streaming = spec["mode"] != "watch"
         pct = 100 * r["polls_per_s"] / r["ideal_per_s"] if r["ideal_per_s"] else None
-        late = (
-            f"{r['late_p50_s']:.2f} / {r['late_max_s']:.2f} s"
-            + (f" ({r['timeouts_fired']}/{r['timeouts']} fired)" if r["timeouts_fired"] != r["timeouts"] else "")
-            if r["timeouts"]
-            else "-"
-        )
+        if not r["timeouts"]:
+            late = "-"
+        elif not r["timeouts_fired"]:
+            late = f"none of {r['timeouts']} fired"
+        else:
+            late = f"{r['late_p50_s']:.2f} / {r['late_max_s']:.2f} s"
+            if r["timeouts_fired"] != r["timeouts"]:
+                late += f" ({r['timeouts_fired']}/{r['timeouts']} fired)"
         ratio = f"{r['served'] / r['written']:.3f}" if streaming and r["written"] else ("n/a" if not streaming else "-")
 
         lines = (
@@ -556,7 +558,11 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="record each scenario with py-spy (bench/.out/*.prof)")
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--render", action="store_true", help="print the table of bench/.out/results.json again")
     args = parser.parse_args()
+    if args.render:
+        render(OUT / "results.json", OUT / "results-rendered.md")
+        return
     if args.child:
         child_main(json.loads(args.child))
         return
@@ -573,10 +579,16 @@ def main() -> None:
         "AIRFLOW_CONN_BENCH_OFFICIAL": json.dumps({"conn_type": "azure_batch", **conn}),
         "PYTHONWARNINGS": "ignore",
     }
+    results: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
+    saved = OUT / "results.json"  # written after every scenario: a late failure loses nothing
+
+    def save(capacity: dict[str, float]) -> None:
+        runs = [{"spec": {k: v for k, v in s.items() if k != "growing"}, "result": r} for s, r in results]
+        saved.write_text(json.dumps({"capacity": capacity, "machine": machine(), "runs": runs}, indent=1))
+
     try:
         capacity = asyncio.run(endpoint_capacity(base))
         print("endpoint alone: " + ", ".join(f"{k} {v:.0f} req/s" for k, v in capacity.items()), flush=True)
-        results = []
         for spec in matrix(args.quick):
             if args.only and args.only not in spec["name"]:
                 continue
@@ -587,6 +599,7 @@ def main() -> None:
             began = time.time()
             result = run_child(spec, env, args.profile)
             results.append((spec, result))
+            save(capacity)
             if result:
                 print(
                     f"  {spec['name']}: {result['polls_per_s']:.1f} polls/s of {result['ideal_per_s']:.1f}, "
@@ -598,11 +611,19 @@ def main() -> None:
         endpoint.terminate()
         endpoint.wait()
         shutil.rmtree(home, ignore_errors=True)
+    full = not (args.quick or args.only or args.profile)  # only a full run replaces bench/results.md
+    render(saved, HERE / "results.md" if full else OUT / "results-partial.md")
 
-    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+
+def render(saved: Path, target: Path) -> None:
+    """The table (with date, machine and the endpoint's own capacity) from a results.json."""
+    data = json.loads(saved.read_text())
+    results = [(run["spec"], run["result"]) for run in data["runs"]]
+    capacity = data["capacity"]
+    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(saved.stat().st_mtime))
     text = "\n".join(
         [
-            f"Measured {stamp} on {machine()} (the endpoint and the triggers share the cores).",
+            f"Measured {stamp} on {data['machine']} (the endpoint and the triggers share the cores).",
             "",
             "Synthetic endpoint alone: " + ", ".join(f"{k} {v:.0f} req/s" for k, v in capacity.items()) + ".",
             "",
@@ -612,13 +633,7 @@ def main() -> None:
         ]
     )
     print("\n" + text)
-    full = not (args.quick or args.only or args.profile)  # only a full run replaces bench/results.md
-    (HERE / "results.md" if full else OUT / "results-partial.md").write_text(text + "\n")
-    (OUT / "results.json").write_text(
-        json.dumps(
-            [{"spec": {k: v for k, v in s.items() if k != "growing"}, "result": r} for s, r in results], indent=1
-        )
-    )
+    target.write_text(text + "\n")
 
 
 if __name__ == "__main__":
