@@ -8,7 +8,7 @@ SERVICE := local-azure-batch
 # Tests find the venv's tools (airflow, the local Batch service) and Azurite on PATH.
 TEST_PATH := PATH="$(CURDIR)/$(BIN):$(CURDIR)/node_modules/.bin:$$PATH"
 
-.PHONY: demo test lint typecheck venv clean
+.PHONY: demo test lint typecheck venv clean bench
 
 # Both distributions of this repository, editable: the provider and the local Batch service.
 $(STAMP): pyproject.toml $(SERVICE)/pyproject.toml constraints.txt
@@ -36,6 +36,10 @@ typecheck: $(STAMP)
 test: $(STAMP) $(AZURITE) lint typecheck
 	$(TEST_PATH) $(BIN)/pytest $(SERVICE)/tests
 	$(TEST_PATH) $(BIN)/pytest
+
+# The benchmark suite (bench/README.md): 10-20 minutes; BENCH_ARGS=--quick for a smoke run.
+bench: $(STAMP)
+	$(BIN)/python bench/run.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) node_modules .pytest_cache .ruff_cache .mypy_cache
