@@ -265,6 +265,16 @@ CONFIG_OPTIONS: dict[str, Any] = {
         "example": "200",
         "default": "100",
     },
+    "requests_in_flight": {
+        "description": "Requests to one Batch account that a triggerer's polls have in flight at once, all its "
+        "deferred jobs together (more wait their turn). Enough to cover the account's request rate times its "
+        "latency (1,000 polls/s at 20 ms: 20); more only lets requests pile up in the event loop, where they "
+        "age into the garbage collector's oldest generation and its collections stall every trigger.",
+        "version_added": "0.2.0",
+        "type": "integer",
+        "example": "64",
+        "default": "32",
+    },
     "partial_line_seconds": {
         "description": "An unfinished output line (a progress bar writing no newline) is shown as it is after "
         "waiting this long for its end.",

@@ -42,6 +42,7 @@ ACCOUNT = "benchacct"
 TIMEOUT_EVERY = 10  # jobs j with j % 10 == 3 get a deadline inside the run
 GROWING_EVERY = 100  # 1 % of the streamed tasks write lines; the others stay quiet
 RATE = 800  # bytes per second of a growing stream (10 lines of 80 bytes, or 10 progress bars)
+LATENCY_MS = 10.0  # the endpoint answers every Batch request this much later: a network, as to an Azure region
 # What a poll is at the endpoint: ours asks for task counts; the official lists the job's tasks.
 POLL_OP = {"ours": "taskcounts", "official": "list_tasks"}
 
@@ -223,6 +224,18 @@ async def child(spec: dict[str, Any], channel: Channel) -> dict[str, Any]:
             say(f"trigger {j} raised {exc!r}")
 
     lags: list[tuple[float, float]] = []
+    gc_pauses: list[tuple[float, int, float]] = []  # (end time, generation, seconds)
+    gc_started = [0.0]
+
+    def on_gc(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            gc_started[0] = time.perf_counter()
+        else:
+            gc_pauses.append((time.time(), info["generation"], time.perf_counter() - gc_started[0]))
+
+    import gc
+
+    gc.callbacks.append(on_gc)
 
     async def monitor(tick: float = 0.05) -> None:
         while True:
@@ -296,6 +309,7 @@ async def child(spec: dict[str, Any], channel: Channel) -> dict[str, Any]:
     )
     alive = sum(max(0.0, min(t1, deadlines.get(j, far)) - max(t0, started.get(j, t1))) for j in range(n))
     window_lags = sorted(lag for at, lag in lags if t0 <= at <= t1)
+    window_gc = [(gen, took) for at, gen, took in gc_pauses if t0 <= at <= t1]
     lateness = sorted(events[j][0] - deadlines[j] for j in deadlines if j in events and events[j][1] == "timeout")
     ops = {
         op: [
@@ -320,6 +334,10 @@ async def child(spec: dict[str, Any], channel: Channel) -> dict[str, Any]:
         if window_lags
         else None,
         "lag_max_ms": 1000 * window_lags[-1] if window_lags else None,
+        "gc_pauses": len(window_gc),
+        "gc_ms_total": 1000 * sum(took for _, took in window_gc),
+        "gc_ms_max": 1000 * max((took for _, took in window_gc), default=0.0),
+        "gc_gen2": sum(1 for gen, _ in window_gc if gen == 2),
         "timeouts": len(deadlines),
         "timeouts_fired": len(lateness),
         "late_p50_s": statistics.median(lateness) if lateness else None,
@@ -364,10 +382,10 @@ def child_main(spec: dict[str, Any]) -> None:
 
 
 # -- the parent: endpoint, scenarios, table ---------------------------------------------------------------
-def start_endpoint(port: int) -> subprocess.Popen:
+def start_endpoint(port: int, latency_ms: float) -> subprocess.Popen:
     with open(OUT / "endpoint.log", "w") as log:
         proc = subprocess.Popen(
-            [sys.executable, str(HERE / "synthetic_batch.py"), "--port", str(port)],
+            [sys.executable, str(HERE / "synthetic_batch.py"), "--port", str(port), "--latency-ms", str(latency_ms)],
             stdout=log,
             stderr=subprocess.STDOUT,
         )
@@ -557,6 +575,9 @@ def main() -> None:
     parser.add_argument("--only", help="run the scenarios whose name contains this")
     parser.add_argument("--profile", action="store_true", help="record each scenario with py-spy (bench/.out/*.prof)")
     parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument(
+        "--latency-ms", type=float, default=LATENCY_MS, help="the endpoint answers this much later (a network)"
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--render", action="store_true", help="print the table of bench/.out/results.json again")
     args = parser.parse_args()
@@ -568,7 +589,7 @@ def main() -> None:
         return
 
     OUT.mkdir(exist_ok=True)
-    endpoint = start_endpoint(args.port)
+    endpoint = start_endpoint(args.port, args.latency_ms)
     base = f"http://127.0.0.1:{args.port}"
     home = tempfile.mkdtemp(prefix="bench-airflow-")
     conn = {"login": ACCOUNT, "password": KEY, "extra": {"account_url": base}}
@@ -603,7 +624,9 @@ def main() -> None:
             if result:
                 print(
                     f"  {spec['name']}: {result['polls_per_s']:.1f} polls/s of {result['ideal_per_s']:.1f}, "
-                    f"lag p99 {fmt(result['lag_p99_ms'])} ms, events {result['events']}, "
+                    f"lag p99 {fmt(result['lag_p99_ms'])} ms (max {fmt(result['lag_max_ms'])}; "
+                    f"GC {result['gc_pauses']} pauses, {result['gc_gen2']} full, {result['gc_ms_total']:.0f} ms, "
+                    f"longest {result['gc_ms_max']:.0f} ms), events {result['events']}, "
                     f"errors {result['errors']} ({time.time() - began:.0f} s)",
                     flush=True,
                 )

@@ -30,6 +30,7 @@ which every task completes. ``timeout_jobs``: jobs left out of the fewest-polls 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import re
 import time
@@ -492,8 +493,15 @@ async def fallback(request: web.Request) -> web.Response:
     return error("unsupported", request, 400, "UnsupportedOperation", f"{request.method} {request.path} is not served.")
 
 
-def make_app() -> web.Application:
-    app = web.Application()
+def make_app(latency: float = 0.0) -> web.Application:
+    @web.middleware
+    async def network(request: web.Request, handler: Any) -> web.StreamResponse:
+        """A Batch request answers after ``latency`` seconds, as over a network (admin ones at once)."""
+        if latency and not request.path.startswith("/_bench/"):
+            await asyncio.sleep(latency)
+        return await handler(request)
+
+    app = web.Application(middlewares=[network])
     r = app.router
     r.add_get("/jobs/{job}/taskcounts", task_counts)
     r.add_get("/jobs/{job}/tasks", list_tasks)
@@ -513,6 +521,7 @@ def make_app() -> web.Application:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--latency-ms", type=float, default=0.0, help="answer Batch requests this much later")
     args = parser.parse_args()
     try:
         import uvloop  # the endpoint is not what is measured: let it be as fast as it can
@@ -520,7 +529,8 @@ def main() -> None:
         uvloop.install()
     except ImportError:
         pass
-    web.run_app(make_app(), host="127.0.0.1", port=args.port, access_log=None, print=None, backlog=4096)
+    app = make_app(args.latency_ms / 1000)
+    web.run_app(app, host="127.0.0.1", port=args.port, access_log=None, print=None, backlog=4096)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,11 @@ from azure.core.credentials import AzureNamedKeyCredential
 
 from airflow_provider_azbatch.hooks.clouds import CLOUDS
 from airflow_provider_azbatch.hooks.connection import AuthMethod, BatchConnectionSettings
+from airflow_provider_azbatch.hooks.proxies import proxy_kwargs
 
+# The REST API version of azure-batch 15.1, named here because the trigger's hot reads build their own
+# requests (see hooks/batch_async.py) and must speak the version the SDK's operations speak.
+BATCH_API_VERSION = "2025-06-01"
 # AzureAuthorityHosts are bare host names; settings carry them with their scheme.
 _PUBLIC_AUTHORITIES = {f"https://{cloud.authority_host}" for cloud in CLOUDS.values()}
 
@@ -76,8 +80,12 @@ def build_credential(settings: BatchConnectionSettings, *, asynchronous: bool = 
 
 
 def client_kwargs(settings: BatchConnectionSettings) -> dict[str, Any]:
-    """Arguments for the Batch clients: the cloud's token scope and TLS trust."""
-    kwargs: dict[str, Any] = {"credential_scopes": [settings.token_scope]}
+    """Arguments for the Batch clients: the REST API version, the cloud's token scope, TLS trust and proxy."""
+    kwargs: dict[str, Any] = {
+        "api_version": BATCH_API_VERSION,
+        "credential_scopes": [settings.token_scope],
+        **proxy_kwargs(settings.account_url),
+    }
     if settings.ca_bundle:
         kwargs["connection_verify"] = settings.ca_bundle
     return kwargs

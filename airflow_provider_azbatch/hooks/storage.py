@@ -29,6 +29,7 @@ from azure.storage.blob import (
 
 from airflow_provider_azbatch.hooks.connection import AuthMethod, BatchConnectionSettings, ConnectionConfigError
 from airflow_provider_azbatch.hooks.credentials import build_credential
+from airflow_provider_azbatch.hooks.proxies import proxy_kwargs
 
 # Clock skew allowance: a SAS valid from "now" can be refused by a node whose clock runs behind.
 _SKEW = timedelta(minutes=5)
@@ -88,8 +89,14 @@ class BlobStorage:
             return AzureNamedKeyCredential(self.account_name, self.settings.storage_account_key)
         return build_credential(self.settings, asynchronous=asynchronous)
 
+    def _client_kwargs(self) -> dict[str, Any]:
+        kwargs = proxy_kwargs(self.account_url)
+        if self.settings.ca_bundle:
+            kwargs["connection_verify"] = self.settings.ca_bundle
+        return kwargs
+
     def service_client(self) -> BlobServiceClient:
-        kwargs: dict[str, Any] = {"connection_verify": self.settings.ca_bundle} if self.settings.ca_bundle else {}
+        kwargs = self._client_kwargs()
         return BlobServiceClient(self.account_url, credential=self._credential(), **kwargs)
 
     @contextlib.asynccontextmanager
@@ -97,7 +104,7 @@ class BlobStorage:
         """An aio storage client, closed with its credential afterwards."""
         from azure.storage.blob.aio import BlobServiceClient as AsyncBlobServiceClient
 
-        kwargs: dict[str, Any] = {"connection_verify": self.settings.ca_bundle} if self.settings.ca_bundle else {}
+        kwargs = self._client_kwargs()
         credential = self._credential(asynchronous=True)
         try:
             async with AsyncBlobServiceClient(self.account_url, credential=credential, **kwargs) as service:

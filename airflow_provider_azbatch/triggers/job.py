@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from typing import Any, TypeVar
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
@@ -51,7 +52,20 @@ FRESH_SECONDS = 10.0
 FINAL_CHECKPOINT_SECONDS = 5.0
 
 
+T = TypeVar("T")
+
 _look_budgets: dict[int, TokenBucket] = {}
+
+
+async def _within(step: Coroutine[Any, Any, T], seconds: float | None) -> T:
+    """Run ``step``, cancelled after ``seconds`` (``asyncio.TimeoutError``). ``asyncio.timeout`` where it
+    exists: ``wait_for`` runs the step as a task of its own, a task more per poll for every job."""
+    if seconds is None:
+        return await step
+    if sys.version_info >= (3, 11):
+        async with asyncio.timeout(seconds):
+            return await step
+    return await asyncio.wait_for(step, seconds)
 
 
 def shared_look_budget() -> TokenBucket:
@@ -181,6 +195,10 @@ class AzureBatchJobTrigger(BaseTrigger):
     def _remaining(self) -> float | None:
         return None if self.deadline is None else self.deadline - time.time()
 
+    def _deadline_passed(self) -> bool:
+        remaining = self._remaining()
+        return remaining is not None and remaining <= 0
+
     async def _sleep(self, seconds: float) -> None:
         remaining = self._remaining()
         await asyncio.sleep(max(0.0, seconds if remaining is None else min(seconds, remaining)))
@@ -213,14 +231,13 @@ class AzureBatchJobTrigger(BaseTrigger):
                         event = self._event("timeout", state)
                         break
                     try:
-                        step = run_async(watcher.step(time.time()), hook, limit)
-                        done = await asyncio.wait_for(step, remaining)
-                    except asyncio.TimeoutError:
-                        continue  # the deadline came during the poll: the loop fires the timeout event
+                        done = await _within(run_async(watcher.step(time.time()), hook, limit), remaining)
                     except PoolProblem as problem:
                         event = self._error(state, str(problem), permanent=True, pool_problem=True)
                         break
                     except Exception as exc:
+                        if isinstance(exc, asyncio.TimeoutError) and self._deadline_passed():
+                            continue  # the deadline came during the poll: the loop fires the timeout event
                         try:
                             delay = policy.delay_after(exc, time.monotonic())
                         except WaitFailed as failed:

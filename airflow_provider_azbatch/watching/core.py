@@ -124,6 +124,7 @@ class JobWatcher:
         self.last_node_sample: float | None = None
         self._tails: dict[tuple[str, str], Tail] = {}
         self._looks: dict[str, _Look] = {}
+        self._saved: dict[tuple[str, str], tuple[int, str | None, bool]] = {}
 
     # -- one poll -----------------------------------------------------------------------------------
     def step(self, now: float) -> Step[bool]:
@@ -271,9 +272,17 @@ class JobWatcher:
         return tail
 
     def _save_cursors(self) -> None:
+        # Only cursors that moved: a new dict per stream and poll, kept until the next, would be old enough
+        # for the garbage collector's oldest generation (full collections are what stall a triggerer).
         for (task, stream), tail in self._tails.items():
-            if tail.cursor != StreamCursor() or f"{task}/{stream}" in self.state.cursors:
-                self.state.set_cursor(task, stream, tail.cursor)
+            cursor = tail.cursor
+            mark = (cursor.offset, cursor.created, cursor.done)
+            key = (task, stream)
+            if self._saved.get(key) == mark:
+                continue
+            self._saved[key] = mark
+            if cursor != StreamCursor() or f"{task}/{stream}" in self.state.cursors:
+                self.state.set_cursor(task, stream, cursor)
 
     def _show(self, task: str, stream: str, lines: list[str]) -> None:
         prefix = output_prefix(task, stream)

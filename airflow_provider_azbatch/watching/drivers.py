@@ -40,7 +40,10 @@ async def run_async(step: Step[T], hook: Any, limit: asyncio.Semaphore | None = 
     try:
         calls = next(step)
         while True:
-            results = await asyncio.gather(*(answer(call) for call in calls))
-            calls = step.send(list(results))
+            if len(calls) == 1:  # most batches (a watch-only poll is one): no task, context or future for it
+                results = [await answer(calls[0])]
+            else:
+                results = list(await asyncio.gather(*(answer(call) for call in calls)))
+            calls = step.send(results)
     except StopIteration as stop:
         return stop.value

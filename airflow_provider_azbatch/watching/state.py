@@ -63,7 +63,7 @@ class StreamCursor:
     done: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return {"offset": self.offset, "created": self.created, "done": self.done}
 
     @classmethod
     def from_json(cls, data: dict[str, Any] | None) -> StreamCursor:

@@ -40,8 +40,8 @@ def make_settings(extra: dict[str, Any] | None = None, **kwargs: Any) -> BatchCo
 
 @pytest.fixture
 def clean_azure_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
-    """No AZURE_*/managed identity variables: azure-identity picks its credentials from these."""
+    """No AZURE_*/managed identity variables (azure-identity picks its credentials from these), no proxy."""
     for name in list(os.environ):
-        if name.startswith(("AZURE_", "IDENTITY_", "MSI_", "IMDS_")):
+        if name.startswith(("AZURE_", "IDENTITY_", "MSI_", "IMDS_")) or name.lower().endswith("_proxy"):
             monkeypatch.delenv(name)
     return monkeypatch

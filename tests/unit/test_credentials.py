@@ -379,7 +379,11 @@ def test_default_credential_leaves_ids_to_the_environment(clean_azure_env):
 def test_client_kwargs_scope_per_cloud(cloud):
     settings = make_settings({"account_url": ACCOUNT_URL, "cloud": cloud}, login="acct", password=ACCOUNT_KEY)
 
-    assert client_kwargs(settings) == {"credential_scopes": [CLOUDS[cloud][1]]}
+    assert client_kwargs(settings) == {
+        "api_version": "2025-06-01",
+        "credential_scopes": [CLOUDS[cloud][1]],
+        "use_env_settings": False,
+    }
 
 
 def test_client_kwargs_custom_scope_and_ca_bundle():
@@ -396,6 +400,8 @@ def test_client_kwargs_custom_scope_and_ca_bundle():
     )
 
     assert client_kwargs(settings) == {
+        "api_version": "2025-06-01",
         "credential_scopes": ["https://batch.local//.default"],
+        "use_env_settings": False,
         "connection_verify": "/etc/ca.pem",
     }
