@@ -27,10 +27,15 @@ import asyncio
 import contextlib
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
+
+if sys.version_info >= (3, 11):
+    from asyncio import timeout_at
+else:  # aiohttp's own dependency before Python 3.11
+    from async_timeout import timeout_at  # type: ignore[import-not-found, unused-ignore]
 
 from airflow_provider_azbatch import config
 from airflow_provider_azbatch.hooks.batch_async import AzureBatchAsyncHook
@@ -52,20 +57,14 @@ FRESH_SECONDS = 10.0
 FINAL_CHECKPOINT_SECONDS = 5.0
 
 
-T = TypeVar("T")
-
 _look_budgets: dict[int, TokenBucket] = {}
 
 
-async def _within(step: Coroutine[Any, Any, T], seconds: float | None) -> T:
-    """Run ``step``, cancelled after ``seconds`` (``asyncio.TimeoutError``). ``asyncio.timeout`` where it
-    exists: ``wait_for`` runs the step as a task of its own, a task more per poll for every job."""
-    if seconds is None:
-        return await step
-    if sys.version_info >= (3, 11):
-        async with asyncio.timeout(seconds):
-            return await step
-    return await asyncio.wait_for(step, seconds)
+def _until(deadline: float | None) -> contextlib.AbstractAsyncContextManager[Any]:
+    """A scope cancelled at ``deadline`` (epoch seconds), leaving with ``asyncio.TimeoutError``."""
+    if deadline is None:
+        return contextlib.nullcontext()
+    return timeout_at(asyncio.get_running_loop().time() + (deadline - time.time()))
 
 
 def shared_look_budget() -> TokenBucket:
@@ -192,17 +191,6 @@ class AzureBatchJobTrigger(BaseTrigger):
     def job_id(self) -> str:
         return str(self.watch_state["job_id"])
 
-    def _remaining(self) -> float | None:
-        return None if self.deadline is None else self.deadline - time.time()
-
-    def _deadline_passed(self) -> bool:
-        remaining = self._remaining()
-        return remaining is not None and remaining <= 0
-
-    async def _sleep(self, seconds: float) -> None:
-        remaining = self._remaining()
-        await asyncio.sleep(max(0.0, seconds if remaining is None else min(seconds, remaining)))
-
     async def run(self) -> AsyncIterator[TriggerEvent]:
         not_before = (self.deferred_at + FRESH_SECONDS) if self.deferred_at is not None else 0.0
         checkpoints = Checkpoints(self._write_checkpoint, config.get_float("checkpoint_interval"), not_before)
@@ -219,49 +207,48 @@ class AzureBatchJobTrigger(BaseTrigger):
             partial_line_seconds=config.get_float("partial_line_seconds"),
             look_budget=shared_look_budget(),
         )
-        policy = OutagePolicy(self.job_id, self.max_outage)
-        limit = asyncio.Semaphore(STEP_CONCURRENCY)
         hook = AzureBatchAsyncHook(self.azbatch_conn_id)
-        event: TriggerEvent | None = None
         try:
             async with hook.connected():
-                while event is None:
-                    remaining = self._remaining()
-                    if remaining is not None and remaining <= 0:
-                        event = self._event("timeout", state)
-                        break
-                    try:
-                        done = await _within(run_async(watcher.step(time.time()), hook, limit), remaining)
-                    except PoolProblem as problem:
-                        event = self._error(state, str(problem), permanent=True, pool_problem=True)
-                        break
-                    except Exception as exc:
-                        if isinstance(exc, asyncio.TimeoutError) and self._deadline_passed():
-                            continue  # the deadline came during the poll: the loop fires the timeout event
-                        try:
-                            delay = policy.delay_after(exc, time.monotonic())
-                        except WaitFailed as failed:
-                            event = self._error(state, str(failed), permanent=failed.permanent)
-                            break
-                        self.log.warning(
-                            "Transient error from the Batch service (%s); retrying in %.1f s",
-                            describe_error(exc),
-                            delay,
-                        )
-                        await self._sleep(delay)
-                        continue
-                    policy.succeeded()
-                    checkpoints.offer(state.to_json())
-                    if done:
-                        event = self._event("done", state)
-                        break
-                    await self._sleep(self.poll_interval)
+                try:
+                    # One timer for the whole watch: it ends a sleep at the deadline and cancels a poll in
+                    # flight there (a timer per poll would cost every job a timer and a task per poll).
+                    async with _until(self.deadline):
+                        event = await self._watch(watcher, hook, checkpoints)
+                except asyncio.TimeoutError:  # the deadline's, only: _watch turns its own errors into events
+                    event = self._event("timeout", state)
         except asyncio.CancelledError:
             # Triggerer shutdown or redistribution (or the task was killed): keep what was shown.
             await checkpoints.close(final=True)
             raise
         await checkpoints.close(final=False)
         yield event
+
+    async def _watch(self, watcher: JobWatcher, hook: AzureBatchAsyncHook, checkpoints: Checkpoints) -> TriggerEvent:
+        """Poll until the job is over or an error ends the watch; the deadline is the caller's."""
+        state = watcher.state
+        policy = OutagePolicy(self.job_id, self.max_outage)
+        limit = asyncio.Semaphore(STEP_CONCURRENCY)
+        while True:
+            try:
+                done = await run_async(watcher.step(time.time()), hook, limit)
+            except PoolProblem as problem:
+                return self._error(state, str(problem), permanent=True, pool_problem=True)
+            except Exception as exc:
+                try:
+                    delay = policy.delay_after(exc, time.monotonic())
+                except WaitFailed as failed:
+                    return self._error(state, str(failed), permanent=failed.permanent)
+                self.log.warning(
+                    "Transient error from the Batch service (%s); retrying in %.1f s", describe_error(exc), delay
+                )
+                await asyncio.sleep(delay)
+                continue
+            policy.succeeded()
+            checkpoints.offer(state.to_json())
+            if done:
+                return self._event("done", state)
+            await asyncio.sleep(self.poll_interval)
 
     def _event(self, status: str, state: WatchState) -> TriggerEvent:
         return TriggerEvent({"status": status, "job_id": self.job_id, "watch_state": state.to_json()})
