@@ -267,13 +267,14 @@ CONFIG_OPTIONS: dict[str, Any] = {
     },
     "requests_in_flight": {
         "description": "Requests to one Batch account that a triggerer's polls have in flight at once, all its "
-        "deferred jobs together (more wait their turn). Enough to cover the account's request rate times its "
-        "latency (1,000 polls/s at 20 ms: 20); more only lets requests pile up in the event loop, where they "
-        "age into the garbage collector's oldest generation and its collections stall every trigger.",
+        "deferred jobs together (more wait their turn). Enough to cover what a triggerer's CPU can poll times "
+        "the account's latency (500 requests/s at 30 ms: 15); more only lets requests pile up in the event "
+        "loop, where they age into the garbage collector's oldest generation and its collections stall every "
+        "trigger. Raise it when the account is far away (60 ms and more).",
         "version_added": "0.2.0",
         "type": "integer",
-        "example": "64",
-        "default": "32",
+        "example": "32",
+        "default": "16",
     },
     "partial_line_seconds": {
         "description": "An unfinished output line (a progress bar writing no newline) is shown as it is after "
