@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import gc
 import json
 import os
 import platform
@@ -232,8 +233,6 @@ async def child(spec: dict[str, Any], channel: Channel) -> dict[str, Any]:
             gc_started[0] = time.perf_counter()
         else:
             gc_pauses.append((time.time(), info["generation"], time.perf_counter() - gc_started[0]))
-
-    import gc
 
     gc.callbacks.append(on_gc)
 

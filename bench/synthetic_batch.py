@@ -18,7 +18,8 @@ Shared Key signature is accepted: the endpoint is not what is measured.
 Admin (not Batch): ``POST /_bench/setup`` (spec below), ``POST /_bench/finish`` (every task completes now),
 ``GET /_bench/stats`` (requests and response bytes per operation, file bytes served and written, the
 fewest polls of a job), ``POST /_bench/account`` (``{"jobs": [...]}``: their bytes served and written,
-lines written). Run: ``python bench/synthetic_batch.py --port 8765``.
+lines written). Run: ``python bench/synthetic_batch.py --port 8765 [--latency-ms 10]`` (Batch requests are
+answered that much later, as over a network).
 
 Spec: ``{"prefix": "b1", "jobs": 100, "tasks": 20, "output": {"stdout": "lines", "stderr": "quiet"},
 "growing": [[job, task], ...] or null (all), "rate": 800, "runtime": null, "timeout_jobs": [job, ...]}``:
