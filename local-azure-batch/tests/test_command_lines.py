@@ -19,10 +19,16 @@ from tests import sdk_models
 from tests.helpers import sh, wait_until
 
 
+def _new_job(client, pool_id: str = "shared", **options) -> str:
+    """A job on the pool, with ``options`` of ``BatchJobCreateOptions``; its id."""
+    job_id = f"cmd-{uuid.uuid4().hex[:8]}"
+    client.create_job(m.BatchJobCreateOptions(id=job_id, pool_info=m.BatchPoolInfo(pool_id=pool_id), **options))
+    return job_id
+
+
 @pytest.fixture(scope="module")
 def job_id(batch_client, shared_pool):
-    job_id = f"cmd-{uuid.uuid4().hex[:8]}"
-    batch_client.create_job(m.BatchJobCreateOptions(id=job_id, pool_info=m.BatchPoolInfo(pool_id=shared_pool)))
+    job_id = _new_job(batch_client, shared_pool)
     yield job_id
     batch_client.begin_delete_job(job_id, polling_interval=1).result()
 
@@ -107,14 +113,7 @@ def test_a_program_that_cannot_start_fails_the_task_without_retries(batch_client
 
 def test_a_program_that_cannot_start_is_a_pre_processing_error(batch_client):
     client = batch_client
-    job_id = f"cmd-{uuid.uuid4().hex[:8]}"
-    client.create_job(
-        m.BatchJobCreateOptions(
-            id=job_id,
-            pool_info=m.BatchPoolInfo(pool_id="shared"),
-            task_failure_mode=m.BatchTaskFailureMode.PERFORM_EXIT_OPTIONS_JOB_ACTION,
-        )
-    )
+    job_id = _new_job(client, task_failure_mode=m.BatchTaskFailureMode.PERFORM_EXIT_OPTIONS_JOB_ACTION)
     terminate = m.ExitOptions(job_action=m.BatchJobActionKind.TERMINATE)
     _run(client, job_id, "no-such-program", exit_conditions=m.ExitConditions(pre_processing_error=terminate))
     job = wait_until(lambda: (j := client.get_job(job_id)).state == m.BatchJobState.COMPLETED and j, what="job end")
@@ -161,14 +160,7 @@ def test_start_and_job_preparation_tasks_run_without_a_shell(batch_client, tmp_p
 
 def test_a_job_preparation_task_that_cannot_start_fails(batch_client):
     client = batch_client
-    job_id = f"cmd-{uuid.uuid4().hex[:8]}"
-    client.create_job(
-        m.BatchJobCreateOptions(
-            id=job_id,
-            pool_info=m.BatchPoolInfo(pool_id="shared"),
-            job_preparation_task=m.BatchJobPreparationTask(command_line="no-such-program"),
-        )
-    )
+    job_id = _new_job(client, job_preparation_task=m.BatchJobPreparationTask(command_line="no-such-program"))
     client.create_task(job_id, m.BatchTaskCreateOptions(id="waits", command_line="true"))
     status = wait_until(
         lambda: [
