@@ -11,9 +11,11 @@ from local_azure_batch.runner.process import ProcessOutcome, ProcessSpec, RunHan
 from local_azure_batch.runner.transfers import TransferError
 
 from .account import Account
+from .identity import username
 from .job_operations import JobOperations
 from .job_side_tasks import JobSideTasks
 from .node_commands import node_process
+from .pool_config import user_names
 from .pools import ComputeNode
 from .tasks import ACTIVE, COORDINATION_FAILED, RUNNING, TASK_ENDED, WALL_CLOCK_EXCEEDED, Task, launch_failure
 
@@ -55,7 +57,7 @@ class Execution:
             if not await self.side_tasks.prepare_node(job, node):
                 task.end_reason = "requeue"
             else:
-                failure = self.container_mismatch(task, node)
+                failure = self.user_mismatch(task, node) or self.container_mismatch(task, node)
                 if failure is None:
                     try:
                         await self.account.transfers.download_resource_files(
@@ -72,6 +74,18 @@ class Execution:
             log.exception("task %s/%s could not run", job.id, task.id)
             failure = internal_error(exc)
         self.finish(task, node, outcome, failure, task_dir)
+
+    def user_mismatch(self, task: Task, node: ComputeNode) -> dict[str, Any] | None:
+        """A task that runs as a named user the pool does not have cannot start (a descriptive code: the
+        service's own is not documented)."""
+        user = username(task.spec)
+        if user is None or user.lower() in user_names(node.pool.spec):
+            return None
+        return {
+            "category": "usererror",
+            "code": "UserAccountNotFound",
+            "message": f"The task runs as user {user!r}, which is not one of the pool's userAccounts.",
+        }
 
     def container_mismatch(self, task: Task, node: ComputeNode) -> dict[str, Any] | None:
         if task.spec.get("containerSettings") and not node.pool.spec["virtualMachineConfiguration"].get(
@@ -125,6 +139,7 @@ class Execution:
             wall_clock_seconds=wall_clock_seconds,
             stderr_preamble=preamble,
             append=append,
+            identity=task.spec,
         )
 
     def finish(

@@ -70,6 +70,7 @@ class JobSideTasks:
             command_line=side["commandLine"],
             settings=settings,
             wall_clock_seconds=seconds,
+            identity=side,
         )
         return await self.account.runner.run(spec, RunHandle())
 

@@ -17,6 +17,7 @@ from .errors import (
     invalid_property,
     missing_property,
 )
+from .identity import normalize_user_identity
 
 if TYPE_CHECKING:
     from local_azure_batch.runner.process import RunHandle
@@ -91,7 +92,7 @@ def normalize_task(body: Any, job: Job, path: str = "") -> dict[str, Any]:
         "retentionTime": constraints["retentionTime"],
         "maxTaskRetryCount": constraints["maxTaskRetryCount"],
     }
-    spec.setdefault("userIdentity", {"autoUser": {"scope": "pool", "elevationLevel": "nonadmin"}})
+    normalize_user_identity(spec, path)
     if v.integer(spec, "requiredSlots", minimum=1, path=f"{path}requiredSlots") is None:
         spec["requiredSlots"] = 1
     v.environment_settings(spec.get("environmentSettings"), f"{path}environmentSettings")
