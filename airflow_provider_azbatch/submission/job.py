@@ -9,6 +9,7 @@ from typing import Any
 
 from azure.batch import models as batch_models
 
+from airflow_provider_azbatch.hooks.storage import LogLocation
 from airflow_provider_azbatch.submission import validation as check
 from airflow_provider_azbatch.submission.blob_io import InputSpec, OutputSpec
 from airflow_provider_azbatch.submission.containers import RegistryCredentials, container_settings
@@ -102,6 +103,8 @@ class JobSubmission:
     auto_pool: Mapping[str, Any] | None = None
     auto_pool_prefix: str = "airflow"
     extras: TaskExtras = field(default_factory=TaskExtras)
+    # Where the tasks' logs are uploaded (read from there once a node is gone).
+    log_location: LogLocation | None = None
 
     def pool_info(self) -> batch_models.BatchPoolInfo:
         if self.auto_pool is not None:
