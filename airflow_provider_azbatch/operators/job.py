@@ -7,6 +7,7 @@ and the run's results into a return value (XCom), an exception, or a deferral.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta, timezone
@@ -22,9 +23,11 @@ from airflow_provider_azbatch.links.job import LINK_XCOM_KEY, AzureBatchJobLink,
 from airflow_provider_azbatch.pools.strategy import BatchPool
 from airflow_provider_azbatch.runs import JobRun, RunResult, RunSettings, TaskInstanceRef
 from airflow_provider_azbatch.submission import validation as check
+from airflow_provider_azbatch.submission.identity import RunAs
 from airflow_provider_azbatch.submission.options import BlobOptions, ContainerOptions, FanOut, merge
 from airflow_provider_azbatch.submission.reattach import remember_job, remembered_job
 from airflow_provider_azbatch.submission.request import JobRequest
+from airflow_provider_azbatch.submission.sdk_fields import as_rest
 from airflow_provider_azbatch.submission.tasks import TaskSpec
 from airflow_provider_azbatch.triggers.wait import AzureBatchWaitTrigger
 from airflow_provider_azbatch.watching.core import JobWatcher
@@ -91,6 +94,16 @@ class AzureBatchJobOperator(BaseOperator):
         :class:`~airflow_provider_azbatch.workspace.Workspace`: packed (ignore rules, size limit), staged in
         Blob once per content and unpacked into every task's ``workspace/`` (``$AZBATCH_WORKSPACE``) before its
         command runs; a task's own ``workspace`` wins.
+    :param priority: the job's priority, -1000 to 1000 (the service's default 0): on a busy pool, a higher
+        priority job's tasks start before a lower one's.
+    :param run_as: who the tasks run as: ``"admin"``, ``"nonadmin"`` (the pool's automatic user), or a
+        :class:`~airflow_provider_azbatch.submission.identity.RunAs` (task scope, or a pool's named user); a
+        task's own ``run_as`` wins.
+    :param job_overrides: Batch REST job fields (camelCase, or an SDK model) merged over the job the operator
+        builds, checked against azure-batch's ``BatchJobCreateOptions`` (see
+        :mod:`airflow_provider_azbatch.submission.overrides`).
+    :param task_overrides: Batch REST task fields merged over every task (a task's own ``overrides`` after them),
+        checked against ``BatchTaskCreateOptions``.
 
     Waiting:
 
@@ -119,12 +132,19 @@ class AzureBatchJobOperator(BaseOperator):
         "containers",
         "blob",
         "workspace",
+        "priority",
+        "job_overrides",
+        "task_overrides",
+        "pool_overrides",
     )
     template_fields_renderers = {
         "tasks": "json",
         "environment": "json",
         "metadata": "json",
         "command": "bash",
+        "job_overrides": "json",
+        "task_overrides": "json",
+        "pool_overrides": "json",
     }
     ui_color = "#cfe8fc"
     operator_extra_links = (AzureBatchJobLink(),)
@@ -150,6 +170,10 @@ class AzureBatchJobOperator(BaseOperator):
         containers: ContainerOptions | None = None,
         blob: BlobOptions | None = None,
         workspace: str | Workspace | None = None,
+        priority: int | str | None = None,
+        run_as: str | RunAs | Mapping[str, Any] | None = None,
+        job_overrides: Mapping[str, Any] | Any = None,
+        task_overrides: Mapping[str, Any] | Any = None,
         azbatch_conn_id: str | None = None,
         deferrable: bool | None = None,
         poll_interval: float | None = None,
@@ -235,6 +259,12 @@ class AzureBatchJobOperator(BaseOperator):
         )
         self.num_nodes = check.integer(num_nodes, "num_nodes", minimum=1)
         self.coordination_command = coordination_command
+        self.priority = priority
+        self.run_as = run_as
+        self.job_overrides = as_rest(job_overrides)
+        self.task_overrides = as_rest(task_overrides)
+        # Rendered here (a BatchPool cannot be rendered in place), given back to the pool when the job is prepared.
+        self.pool_overrides = dict(batch_pool.pool_overrides) if batch_pool is not None else {}
         self.deferrable = deferrable if deferrable is not None else _default_deferrable()
         if not isinstance(self.deferrable, bool):
             raise check.fail("deferrable", f"must be True or False, got {self.deferrable!r}")
@@ -279,8 +309,11 @@ class AzureBatchJobOperator(BaseOperator):
 
     def job_request(self) -> JobRequest:
         """The job this operator asks for, from its (rendered, when running) parameters."""
+        pool = self.batch_pool or BatchPool.existing(str(self.pool_id))
+        if pool.kind != "existing" and self.pool_overrides != pool.pool_overrides:
+            pool = dataclasses.replace(pool, pool_overrides=self.pool_overrides)
         return JobRequest(
-            pool=self.batch_pool or BatchPool.existing(str(self.pool_id)),
+            pool=pool,
             command=self.command,
             tasks=self.tasks,
             fan_out=self.fan_out,
@@ -297,6 +330,10 @@ class AzureBatchJobOperator(BaseOperator):
             max_wall_clock=self.max_wall_clock,
             job_max_wall_clock=self.job_max_wall_clock,
             max_parallel_tasks=self.max_parallel_tasks,
+            priority=self.priority,
+            run_as=self.run_as,
+            job_overrides=self.job_overrides,
+            task_overrides=self.task_overrides,
             option_names=self._option_names,
         )
 

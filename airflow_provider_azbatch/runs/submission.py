@@ -56,7 +56,13 @@ def build_submission(hook: Any, request: JobRequest, where: TaskInstanceRef, log
     )
     extras.workspaces, packed = stage_workspaces(hook, specs, checked.workspace, where.dag_folder, sas_lifetime, log)
     pool_id, auto_pool = prepare_pool(
-        hook, request.pool, specs, job_image=request.containers.image, registry=registry, log=log
+        hook,
+        request.pool,
+        specs,
+        job_image=request.containers.image,
+        registry=registry,
+        log=log,
+        run_as=[checked.run_as, *(spec.run_as for spec in specs)],
     )
     if packed:
         metadata[WORKSPACE_METADATA_KEY] = ",".join(workspace.sha256 for workspace in packed)
@@ -79,4 +85,8 @@ def build_submission(hook: Any, request: JobRequest, where: TaskInstanceRef, log
         auto_pool_prefix=request.pool.auto_pool_prefix,
         extras=extras,
         log_location=log_location,
+        priority=checked.priority,
+        run_as=checked.run_as,
+        job_overrides=checked.job_overrides,
+        task_overrides=checked.task_overrides,
     )

@@ -13,6 +13,8 @@ from airflow_provider_azbatch.hooks.storage import LogLocation
 from airflow_provider_azbatch.submission import validation as check
 from airflow_provider_azbatch.submission.blob_io import InputSpec, OutputSpec
 from airflow_provider_azbatch.submission.containers import RegistryCredentials, container_settings
+from airflow_provider_azbatch.submission.identity import RunAs
+from airflow_provider_azbatch.submission.overrides import apply_overrides
 from airflow_provider_azbatch.submission.shell import shell_command
 from airflow_provider_azbatch.submission.tasks import DEFAULT_COORDINATION_COMMAND, TaskSpec
 from airflow_provider_azbatch.submission.validation import MAX_COMMAND_BYTES
@@ -105,6 +107,12 @@ class JobSubmission:
     extras: TaskExtras = field(default_factory=TaskExtras)
     # Where the tasks' logs are uploaded (read from there once a node is gone).
     log_location: LogLocation | None = None
+    priority: int | None = None
+    # Who every task runs as unless it says (None: the service's default, the pool's non-admin automatic user).
+    run_as: RunAs | None = None
+    # REST fields merged over the generated job, and over every task (before each task's own overrides).
+    job_overrides: Mapping[str, Any] = field(default_factory=dict)
+    task_overrides: Mapping[str, Any] = field(default_factory=dict)
 
     def pool_info(self) -> batch_models.BatchPoolInfo:
         if self.auto_pool is not None:
@@ -122,8 +130,9 @@ class JobSubmission:
         constraints = None
         if self.job_max_wall_clock is not None:
             constraints = batch_models.BatchJobConstraints(max_wall_clock_time=self.job_max_wall_clock)
-        return batch_models.BatchJobCreateOptions(
+        options = batch_models.BatchJobCreateOptions(
             id=self.job_id,
+            priority=self.priority,
             display_name=self.display_name,
             pool_info=self.pool_info(),
             uses_task_dependencies=any(task.depends_on for task in self.tasks) or None,
@@ -138,6 +147,7 @@ class JobSubmission:
             # done could end between two batches.
             all_tasks_complete_mode=batch_models.BatchAllTasksCompleteMode.NO_ACTION,
         )
+        return apply_overrides(options, self.job_overrides)
 
     def task_options(self) -> list[batch_models.BatchTaskCreateOptions]:
         return [self._task_options(task) for task in self.tasks]
@@ -168,7 +178,8 @@ class JobSubmission:
         elif staged is not None:
             command = f"{staged.prelude()}\n{command}"
             resource_files.append(staged.resource_file(shared=False))
-        return batch_models.BatchTaskCreateOptions(
+        run_as = task.run_as or self.run_as
+        options = batch_models.BatchTaskCreateOptions(
             id=task.id,
             command_line=_command_line(task.id, "command_line", command),
             display_name=task.display_name,
@@ -181,4 +192,6 @@ class JobSubmission:
             container_settings=extras.container_settings(task.image),
             resource_files=resource_files or None,
             output_files=extras.output_files(self.job_id, task.id, task.outputs) or None,
+            user_identity=batch_models.UserIdentity(run_as.to_rest()) if run_as is not None else None,
         )
+        return apply_overrides(options, self.task_overrides, task.overrides)

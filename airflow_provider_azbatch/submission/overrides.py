@@ -217,6 +217,8 @@ def _named(items: list[Any]) -> bool:
 
 def apply_overrides(generated: Any, *overrides: Mapping[str, Any]) -> Any:
     """The SDK model ``generated`` with every override merged over it, in order, as a model of the same class."""
+    if not any(overrides):
+        return generated
     body = generated.as_dict()
     for override in overrides:
         if override:

@@ -14,15 +14,19 @@ from datetime import timedelta
 from typing import Any
 
 from airflow_provider_azbatch.hooks.storage import LogLocation
-from airflow_provider_azbatch.pools.strategy import BatchPool
+from airflow_provider_azbatch.pools.strategy import IDENTITY_REFUSED, BatchPool
 from airflow_provider_azbatch.submission import validation as check
 from airflow_provider_azbatch.submission.blob_io import InputSpec, OutputSpec, parse_inputs, parse_outputs
+from airflow_provider_azbatch.submission.identity import RunAs
 from airflow_provider_azbatch.submission.job_ids import TASK_INSTANCE_KEYS
 from airflow_provider_azbatch.submission.options import BlobOptions, ContainerOptions, FanOut
+from airflow_provider_azbatch.submission.overrides import JOB_OVERRIDES, TASK_OVERRIDES, find_keys
 from airflow_provider_azbatch.submission.tasks import TaskSpec, parse_tasks
 from airflow_provider_azbatch.workspace.spec import METADATA_KEY as WORKSPACE_METADATA_KEY
 from airflow_provider_azbatch.workspace.spec import Workspace
 
+# Batch job priorities run from -1000 (lowest) to 1000; the service's default is 0.
+MIN_PRIORITY, MAX_PRIORITY = -1000, 1000
 # Job metadata the provider writes itself.
 RESERVED_METADATA = (LogLocation.METADATA_KEY, WORKSPACE_METADATA_KEY, *TASK_INSTANCE_KEYS)
 
@@ -52,6 +56,10 @@ class CheckedRequest:
     metadata: dict[str, str] = field(default_factory=dict)
     display_name: str | None = None
     workspace: Workspace | None = None
+    priority: int | None = None
+    run_as: RunAs | None = None
+    job_overrides: dict[str, Any] = field(default_factory=dict)
+    task_overrides: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -75,6 +83,10 @@ class JobRequest:
     max_wall_clock: timedelta | None = None
     job_max_wall_clock: timedelta | None = None
     max_parallel_tasks: int | None = None
+    priority: Any = None
+    run_as: Any = None
+    job_overrides: Any = None
+    task_overrides: Any = None
     # How errors name option fields: ``containers.image`` when given as objects, ``image`` when flat
     # (option group -> {field: parameter name}, or None).
     option_names: Mapping[str, Mapping[str, str] | None] = field(default_factory=dict)
@@ -109,7 +121,59 @@ class JobRequest:
             checked.display_name = check.text(self.display_name, "display_name", max_chars=check.MAX_DISPLAY_NAME)
         if self.pool.kind == "existing" and ready(self.pool.pool_id):
             check.batch_id(self.pool.pool_id, "pool_id", "Batch pool id")
+        if self.priority is not None and ready(self.priority):
+            checked.priority = priority(self.priority)
+        checked.run_as = RunAs.parse(self.run_as, "run_as")
+        # Keys are checked even where a value still holds a template: a misspelt one fails the DAG file.
+        checked.job_overrides = JOB_OVERRIDES.check(self.job_overrides, "job_overrides", templates=not rendered)
+        checked.task_overrides = TASK_OVERRIDES.check(self.task_overrides, "task_overrides", templates=not rendered)
+        self._check_identities(checked)
+        self._check_overrides_of_tasks(checked)
         return checked
+
+    def _check_identities(self, checked: CheckedRequest) -> None:
+        """What a pool the provider creates cannot do: managed identities, users it does not define."""
+        if self.pool.kind == "existing":
+            return
+        if self.blob.output_identity and not holds_template(self.blob.output_identity):
+            name = "output_identity" if self.option_names.get("blob") is not None else "blob.output_identity"
+            raise check.fail(name, IDENTITY_REFUSED)
+        sources: list[tuple[str, Mapping[str, Any]]] = [("task_overrides", checked.task_overrides)]
+        sources += [(f"tasks[{index}].overrides", spec.overrides) for index, spec in enumerate(checked.specs)]
+        for where, overrides in sources:
+            for path in find_keys(overrides, "identityReference"):
+                raise check.fail(f"{where}.{path}", IDENTITY_REFUSED)
+        users = self.pool.user_names()
+        identities = [("run_as", checked.run_as)]
+        identities += [(f"tasks[{index}].run_as", spec.run_as) for index, spec in enumerate(checked.specs)]
+        for where, identity in identities:
+            if identity is not None and identity.user is not None and identity.user.lower() not in users:
+                raise check.fail(
+                    where,
+                    f"names the user {identity.user!r}, which the pool does not define: add "
+                    f"PoolUser({identity.user!r}) to the BatchPool's users",
+                )
+
+    def _check_overrides_of_tasks(self, checked: CheckedRequest) -> None:
+        """A task's multi-instance settings come from num_nodes, and carry a workspace when it has one."""
+        for index, spec in enumerate(checked.specs):
+            for where, overrides in (
+                ("task_overrides", checked.task_overrides),
+                (f"tasks[{index}].overrides", spec.overrides),
+            ):
+                if "multiInstanceSettings" not in overrides:
+                    continue
+                if spec.num_nodes == 1:
+                    raise check.fail(
+                        f"{where}.multiInstanceSettings",
+                        f"applies to tasks on several nodes, and task {spec.id!r} runs on one: set num_nodes",
+                    )
+                if spec.workspace is not None or checked.workspace is not None:
+                    raise check.fail(
+                        f"{where}.multiInstanceSettings",
+                        f"is set by the provider for task {spec.id!r} (its workspace reaches every node through "
+                        "commonResourceFiles): give the files as inputs, or drop the workspace",
+                    )
 
     def specs(self) -> list[TaskSpec]:
         fan_out = self.fan_out
@@ -124,3 +188,10 @@ class JobRequest:
             num_nodes=self.num_nodes,
             coordination_command=self.coordination_command,
         )
+
+
+def priority(value: Any) -> int:
+    """A job priority: a whole number from -1000 to 1000 (a template renders one to a string)."""
+    if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
+        value = int(value.strip())
+    return check.integer(value, "priority", minimum=MIN_PRIORITY, maximum=MAX_PRIORITY)

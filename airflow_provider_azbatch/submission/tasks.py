@@ -10,6 +10,8 @@ from typing import Any
 
 from airflow_provider_azbatch.submission import validation as check
 from airflow_provider_azbatch.submission.blob_io import InputSpec, OutputSpec, parse_inputs, parse_outputs
+from airflow_provider_azbatch.submission.identity import RunAs
+from airflow_provider_azbatch.submission.overrides import TASK_OVERRIDES
 from airflow_provider_azbatch.workspace.spec import Workspace
 
 TASK_FIELDS = (
@@ -27,6 +29,8 @@ TASK_FIELDS = (
     "inputs",
     "outputs",
     "workspace",
+    "run_as",
+    "overrides",
 )
 # What a multi-node task's instances run before the primary's command when none is given.
 DEFAULT_COORDINATION_COMMAND = "true"
@@ -38,7 +42,9 @@ class TaskSpec:
     ``environment``, ``max_retries``, ``max_wall_clock`` (timedelta or seconds), ``depends_on`` (ids),
     ``required_slots``, ``display_name``, ``image`` (run in this container image), ``num_nodes`` with
     ``coordination_command`` (a multi-node task), ``inputs`` and ``outputs`` (Blob; see blob_io),
-    ``workspace`` (a local directory unpacked into ``workspace/``; see :mod:`airflow_provider_azbatch.workspace`)."""
+    ``workspace`` (a local directory unpacked into ``workspace/``; see :mod:`airflow_provider_azbatch.workspace`),
+    ``run_as`` (who it runs as; see :mod:`airflow_provider_azbatch.submission.identity`) and ``overrides`` (Batch
+    REST task fields merged over the generated task; see :mod:`airflow_provider_azbatch.submission.overrides`)."""
 
     id: str
     command_line: str
@@ -54,6 +60,8 @@ class TaskSpec:
     inputs: tuple[InputSpec, ...] = ()
     outputs: tuple[OutputSpec, ...] = ()
     workspace: Workspace | None = None
+    run_as: RunAs | None = None
+    overrides: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
     def parse(cls, value: Any, where: str) -> TaskSpec:
@@ -102,6 +110,8 @@ class TaskSpec:
             inputs=parse_inputs(value.get("inputs"), f"{where}.inputs"),
             outputs=parse_outputs(value.get("outputs"), f"{where}.outputs"),
             workspace=Workspace.parse(value.get("workspace"), f"{where}.workspace"),
+            run_as=RunAs.parse(value.get("run_as"), f"{where}.run_as"),
+            overrides=TASK_OVERRIDES.check(value.get("overrides"), f"{where}.overrides"),
         )
 
 
