@@ -18,7 +18,16 @@ from azure.storage.blob import BlobServiceClient
 from airflow_provider_azbatch.exceptions import AzureBatchValidationError
 from airflow_provider_azbatch.hooks.batch import AzureBatchHook
 from airflow_provider_azbatch.operators.job import AzureBatchJobOperator
-from airflow_provider_azbatch.pools import BatchPool, BlobMount, NfsMount, PoolImage, PoolNetwork, RunAs, StartTask
+from airflow_provider_azbatch.pools import (
+    BatchPool,
+    BlobMount,
+    FileShareMount,
+    NfsMount,
+    PoolImage,
+    PoolNetwork,
+    RunAs,
+    StartTask,
+)
 from airflow_provider_azbatch.pools.preparation import prepare_pool
 from airflow_provider_azbatch.submission import TaskSpec
 from local_azure_batch.testing import run_local_batch_service
@@ -438,3 +447,86 @@ def test_a_higher_priority_job_overtakes_a_queued_backfill_on_a_full_pool(
     # Training took the slot b0 freed, before b1 and b2, which had been queued first.
     assert started["b0"] < trained < started["b1"]
     assert trained < started["b2"]
+
+
+def test_the_readmes_vnet_pool_from_a_gallery_image_with_a_file_share_runs_offline(
+    airflow_db, entra_batch, monkeypatch, tmp_path
+):
+    references = tmp_path / "references"
+    references.mkdir()
+    (references / "GRCh38.fa").write_text(">chr1\nNNNNACGT\n")
+    share = "https://corpgenomics.file.core.windows.net/references"
+    entra_batch.set_storage(mount_sources={share: str(references)})
+    monkeypatch.setenv("AIRFLOW_CONN_AZBATCH_ENTRA", _entra_connection(entra_batch))
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_GENOMICS_FILES",
+        json.dumps({"conn_type": "generic", "login": "corpgenomics", "password": "file-share-key=="}),
+    )
+    pool_id = _uid("genomics")
+    gallery = (
+        f"/subscriptions/{entra_batch.subscription_id}/resourceGroups/images/providers/Microsoft.Compute/galleries/"
+        "corp/images/ubuntu-2404-hardened/versions/2026.11.0"
+    )
+    with DAG("genomics", schedule=None, start_date=START) as dag:
+        AzureBatchJobOperator(
+            task_id="align",
+            batch_pool=BatchPool.shared(
+                pool_id,
+                requirements={"cpus": 8, "memory": "32Gi"},
+                vm_size="standard_d8s_v5",
+                image=PoolImage.gallery(gallery, node_agent_sku_id="batch.node.ubuntu 24.04"),
+                network=PoolNetwork(subnet_id=_subnet(entra_batch, "batch"), public_ips="none"),
+                mounts=[FileShareMount(share, "refs", conn_id="genomics_files", options="-o vers=3.0")],
+                start_task=StartTask('echo "$AZ_BATCH_TASK_USER_IDENTITY" > "$AZ_BATCH_NODE_SHARED_DIR/installed-by"'),
+                max_nodes=1,
+                autoscale=False,
+                fill="pack",
+                metadata={"cost-center": "research"},
+            ),
+            command='cat "$AZ_BATCH_NODE_MOUNTS_DIR/refs/GRCh38.fa"; '
+            'echo "set up by $(cat "$AZ_BATCH_NODE_SHARED_DIR/installed-by")"',
+            azbatch_conn_id="azbatch_entra",
+            poll_interval=0.3,
+        )
+    run, logs = run_dag(dag)
+    assert run.state == "success", logs[-20:]
+    assert "[main] NNNNACGT" in logs
+    assert "[main] set up by PoolAdmin" in logs
+    assert not any("file-share-key==" in line for line in logs)
+    pool = AzureBatchHook("azbatch_entra").get_pool(pool_id).as_dict()
+    assert pool["virtualMachineConfiguration"]["imageReference"] == {"virtualMachineImageId": gallery}
+    assert pool["networkConfiguration"]["subnetId"] == _subnet(entra_batch, "batch")
+    assert pool["mountConfiguration"][0]["azureFileShareConfiguration"]["accountName"] == "corpgenomics"
+    assert "accountKey" not in pool["mountConfiguration"][0]["azureFileShareConfiguration"]
+    assert pool["startTask"]["userIdentity"] == {"autoUser": {"scope": "pool", "elevationLevel": "admin"}}
+
+
+def test_a_registry_identity_on_a_provider_pool_is_refused_before_anything_is_created(
+    airflow_db, azbatch_default, batch_client, monkeypatch
+):
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_ACR",
+        json.dumps(
+            {
+                "conn_type": "generic",
+                "host": "corp.azurecr.io",
+                "extra": {"identity_reference": "/subscriptions/s/resourceGroups/r/providers/x/puller"},
+            }
+        ),
+    )
+    pool_id = _uid("acr")
+    with DAG("registry_identity", schedule=None, start_date=START) as dag:
+        AzureBatchJobOperator(
+            task_id="pull",
+            batch_pool=BatchPool.shared(pool_id, {"cpus": 1}),
+            command="true",
+            image="corp.azurecr.io/train:1",
+            registry_conn_id="acr",
+        )
+    run, logs = run_dag(dag)
+    assert run.state == "failed"
+    assert (
+        "registry_conn_id (extra identity_reference) cannot work on a pool this provider creates: a managed identity "
+        "reference needs the pool to have that identity" in "\n".join(logs)
+    )
+    assert pool_id not in {pool.id for pool in batch_client.list_pools()}
