@@ -51,10 +51,20 @@ def build_submission(hook: Any, request: JobRequest, where: TaskInstanceRef, log
     metadata.update(task_instance_metadata(where.dag_id, where.task_id, where.run_id, where.map_index))
     sas_lifetime = timedelta(hours=config.get_float("sas_hours"))
     registry = registry_credentials(hook, request.containers)
+    side_tasks = [side for side in (checked.job_preparation, checked.job_release) if side is not None]
     extras = task_extras(
-        hook, specs, request.containers, registry, request.blob, checked.inputs, checked.outputs, sas_lifetime
+        hook,
+        [*specs, *side_tasks],
+        request.containers,
+        registry,
+        request.blob,
+        checked.inputs,
+        checked.outputs,
+        sas_lifetime,
     )
-    extras.workspaces, packed = stage_workspaces(hook, specs, checked.workspace, where.dag_folder, sas_lifetime, log)
+    extras.workspaces, packed = stage_workspaces(
+        hook, [*specs, *side_tasks], checked.workspace, where.dag_folder, sas_lifetime, log
+    )
     pool_id, auto_pool = prepare_pool(
         hook, request.pool, specs, job_image=request.containers.image, registry=registry, log=log
     )
@@ -79,4 +89,9 @@ def build_submission(hook: Any, request: JobRequest, where: TaskInstanceRef, log
         auto_pool_prefix=request.pool.auto_pool_prefix,
         extras=extras,
         log_location=log_location,
+        fail_fast=request.fail_fast,
+        default_exit_conditions=checked.exit_conditions,
+        default_skip_codes=checked.skip_on_exit_code,
+        job_preparation=checked.job_preparation,
+        job_release=checked.job_release,
     )

@@ -17,7 +17,9 @@ from airflow_provider_azbatch.hooks.storage import LogLocation
 from airflow_provider_azbatch.pools.strategy import BatchPool
 from airflow_provider_azbatch.submission import validation as check
 from airflow_provider_azbatch.submission.blob_io import InputSpec, OutputSpec, parse_inputs, parse_outputs
+from airflow_provider_azbatch.submission.exit_conditions import ExitConditions, skip_codes
 from airflow_provider_azbatch.submission.job_ids import TASK_INSTANCE_KEYS
+from airflow_provider_azbatch.submission.job_side_tasks import PREPARATION, RELEASE, JobSideTask
 from airflow_provider_azbatch.submission.options import BlobOptions, ContainerOptions, FanOut
 from airflow_provider_azbatch.submission.tasks import TaskSpec, parse_tasks
 from airflow_provider_azbatch.workspace.spec import METADATA_KEY as WORKSPACE_METADATA_KEY
@@ -52,6 +54,10 @@ class CheckedRequest:
     metadata: dict[str, str] = field(default_factory=dict)
     display_name: str | None = None
     workspace: Workspace | None = None
+    exit_conditions: ExitConditions | None = None
+    skip_on_exit_code: frozenset[int] | None = None
+    job_preparation: JobSideTask | None = None
+    job_release: JobSideTask | None = None
 
 
 @dataclass
@@ -75,6 +81,11 @@ class JobRequest:
     max_wall_clock: timedelta | None = None
     job_max_wall_clock: timedelta | None = None
     max_parallel_tasks: int | None = None
+    fail_fast: bool = False
+    exit_conditions: Any = None
+    skip_on_exit_code: Any = None
+    job_preparation: Any = None
+    job_release: Any = None
     # How errors name option fields: ``containers.image`` when given as objects, ``image`` when flat
     # (option group -> {field: parameter name}, or None).
     option_names: Mapping[str, Mapping[str, str] | None] = field(default_factory=dict)
@@ -109,6 +120,16 @@ class JobRequest:
             checked.display_name = check.text(self.display_name, "display_name", max_chars=check.MAX_DISPLAY_NAME)
         if self.pool.kind == "existing" and ready(self.pool.pool_id):
             check.batch_id(self.pool.pool_id, "pool_id", "Batch pool id")
+        if not isinstance(self.fail_fast, bool):
+            raise check.fail("fail_fast", f"must be True or False, got {self.fail_fast!r}")
+        checked.exit_conditions = ExitConditions.parse(self.exit_conditions, "exit_conditions")
+        checked.skip_on_exit_code = skip_codes(self.skip_on_exit_code, "skip_on_exit_code")
+        if ready(self.job_preparation):
+            checked.job_preparation = JobSideTask.parse(self.job_preparation, PREPARATION, "job_preparation")
+        if ready(self.job_release):
+            checked.job_release = JobSideTask.parse(self.job_release, RELEASE, "job_release")
+        if self.job_release is not None and self.job_preparation is None:
+            raise check.fail("job_release", "needs job_preparation: Batch runs a release task only with one")
         return checked
 
     def specs(self) -> list[TaskSpec]:
