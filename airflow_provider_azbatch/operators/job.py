@@ -15,15 +15,17 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
-from airflow.sdk.exceptions import AirflowException, TaskDeferralError, TaskDeferralTimeout
+from airflow.sdk.exceptions import AirflowException, AirflowSkipException, TaskDeferralError, TaskDeferralTimeout
 
+from airflow_provider_azbatch import config
 from airflow_provider_azbatch.exceptions import QuotaReachedError
 from airflow_provider_azbatch.hooks.batch import AzureBatchHook
 from airflow_provider_azbatch.links.job import LINK_XCOM_KEY, AzureBatchJobLink, link_data
 from airflow_provider_azbatch.pools.strategy import BatchPool
-from airflow_provider_azbatch.runs import JobRun, RunResult, RunSettings, TaskInstanceRef
+from airflow_provider_azbatch.runs import JobRun, Judging, RunResult, RunSettings, TaskInstanceRef
 from airflow_provider_azbatch.submission import validation as check
 from airflow_provider_azbatch.submission.identity import RunAs
+from airflow_provider_azbatch.submission.job_side_tasks import JobSideTask
 from airflow_provider_azbatch.submission.options import BlobOptions, ContainerOptions, FanOut, merge
 from airflow_provider_azbatch.submission.reattach import remember_job, remembered_job
 from airflow_provider_azbatch.submission.request import JobRequest
@@ -118,6 +120,21 @@ class AzureBatchJobOperator(BaseOperator):
     :param max_outage: seconds of Batch service errors a wait rides out before failing.
     :param on_finish_action: ``keep_job`` (default), ``delete_job`` or ``delete_succeeded_job``.
     :param force_new_job: submit a new job even if this task instance already has one.
+
+    When tasks fail (see the README's *When tasks fail*):
+
+    :param fail_fast: the first task that fails (after its retries) terminates the job (default
+        ``[azbatch] fail_fast``).
+    :param exit_conditions: what exit codes do to the job and to dependents, for tasks without their own: a
+        mapping of ``exit_codes``, ``exit_code_ranges``, ``pre_processing_error``, ``file_upload_error``,
+        ``default`` to ``job_action`` / ``dependency_action`` (see
+        :mod:`~airflow_provider_azbatch.submission.exit_conditions`).
+    :param skip_on_exit_code: an exit code or a list of them: a job whose only failures exited with one of them
+        skips the Airflow task; a task's own ``skip_on_exit_code`` wins.
+    :param job_preparation: a command (or a mapping, or a
+        :class:`~airflow_provider_azbatch.submission.job_side_tasks.JobSideTask`) run once per node before the
+        job's first task there; if it fails on every node, the wait ends naming it.
+    :param job_release: a command (or a mapping) run after the job on each node that ran ``job_preparation``.
     """
 
     template_fields: Sequence[str] = (
@@ -136,6 +153,8 @@ class AzureBatchJobOperator(BaseOperator):
         "job_overrides",
         "task_overrides",
         "pool_overrides",
+        "job_preparation",
+        "job_release",
     )
     template_fields_renderers = {
         "tasks": "json",
@@ -183,6 +202,11 @@ class AzureBatchJobOperator(BaseOperator):
         max_outage: float = DEFAULT_MAX_OUTAGE_SECONDS,
         on_finish_action: str = "keep_job",
         force_new_job: bool = False,
+        fail_fast: bool | None = None,
+        exit_conditions: Mapping[str, Any] | None = None,
+        skip_on_exit_code: int | Sequence[int] | None = None,
+        job_preparation: str | Mapping[str, Any] | JobSideTask | None = None,
+        job_release: str | Mapping[str, Any] | JobSideTask | None = None,
         # Flat forms of the option groups above.
         command_template: str | None = None,
         parameters: Sequence[Any] | None = None,
@@ -265,6 +289,11 @@ class AzureBatchJobOperator(BaseOperator):
         self.task_overrides = as_rest(task_overrides)
         # Rendered here (a BatchPool cannot be rendered in place), given back to the pool when the job is prepared.
         self.pool_overrides = dict(batch_pool.pool_overrides) if batch_pool is not None else {}
+        self.fail_fast = fail_fast if fail_fast is not None else config.get_bool("fail_fast")
+        self.exit_conditions = exit_conditions
+        self.skip_on_exit_code = skip_on_exit_code
+        self.job_preparation = job_preparation
+        self.job_release = job_release
         self.deferrable = deferrable if deferrable is not None else _default_deferrable()
         if not isinstance(self.deferrable, bool):
             raise check.fail("deferrable", f"must be True or False, got {self.deferrable!r}")
@@ -334,6 +363,11 @@ class AzureBatchJobOperator(BaseOperator):
             run_as=self.run_as,
             job_overrides=self.job_overrides,
             task_overrides=self.task_overrides,
+            fail_fast=self.fail_fast,
+            exit_conditions=self.exit_conditions,
+            skip_on_exit_code=self.skip_on_exit_code,
+            job_preparation=self.job_preparation,
+            job_release=self.job_release,
             option_names=self._option_names,
         )
 
@@ -421,7 +455,7 @@ class AzureBatchJobOperator(BaseOperator):
 
     # -- the end --------------------------------------------------------------------------------------
     def _finish(self, context: Context, watcher: JobWatcher) -> Any:
-        result = self.run.finish(watcher)
+        result = self.run.finish(watcher, Judging.of(self.job_request()))
         if result.deleted:
             # The link now shows the account's jobs instead of a job that is gone.
             link = {**link_data(self.hook, result.job_id), "deleted": True}
@@ -432,6 +466,8 @@ class AzureBatchJobOperator(BaseOperator):
         """The run's result as Airflow's: the XCom value, or the exception that fails the task."""
         if result.failure is not None:
             raise AirflowException(result.failure)
+        if result.skipped is not None:
+            raise AirflowSkipException(result.skipped)
         return result.xcom
 
     def on_kill(self) -> None:

@@ -43,10 +43,10 @@ def _cause(
     if terminate_reason == "MaxWallClockTimeExpiry":
         return "the job hit its maximum wall clock time and was terminated"
     if terminate_reason == "TaskFailed":
-        at = f" at task '{first_failure}'" if first_failure else ""
+        task = f"task '{first_failure}'" if first_failure else "a task"
         if fail_fast:
-            return f"fail_fast: the job was terminated at its first failure{at}"
-        return f"a task's exit conditions terminated the job{at}"
+            return f"fail_fast: {task} failed and the job was terminated"
+        return f"the exit conditions of {task} terminated the job"
     if terminate_reason and terminate_reason != "AllTasksComplete":
         return f"the job was terminated: {terminate_reason}"
     return None
@@ -100,7 +100,7 @@ def failure_report(
     if len(failed) > MAX_FAILURES_QUOTED:
         parts.append(f"Also failed: {_named([o.id for o in failed[MAX_FAILURES_QUOTED:]])}")
     if why_blocked is not None and why_blocked.reason == "preparation":
-        parts += yield from _preparation_failures(why_blocked, tail_lines)
+        parts += yield from side_task_failures(why_blocked.nodes, tail_lines)
     if ended:
         parts.append(f"Ended with the job: {_named([o.id for o in ended])}")
     blocked_ids = [o.id for o in never_ran if o.blocked]
@@ -116,23 +116,24 @@ def failure_report(
     return "\n".join(parts)
 
 
-def _preparation_failures(blocked: Blocked, tail_lines: int) -> Step[list[str]]:
-    """A line per node where the job preparation task failed, with the end of its stderr."""
-    nodes = [node for node in blocked.nodes if node.get("pool_id") and node.get("task_root")]
+def side_task_failures(runs: list[dict[str, Any]], tail_lines: int, kind: str = "preparation") -> Step[list[str]]:
+    """A line per node where the job's preparation (or release) task failed, with the end of its stderr
+    (``runs``: :meth:`~.blocking.SideTaskRun.to_json` of each)."""
+    runs = [run for run in runs if run.get("pool_id") and run.get("task_root")]
     calls = [
-        Call("read_node_file_tail", (node["pool_id"], node["node_id"], f"{node['task_root']}/{STDERR}", TAIL_BYTES))
-        for node in nodes
+        Call("read_node_file_tail", (run["pool_id"], run["node_id"], f"{run['task_root']}/{STDERR}", TAIL_BYTES))
+        for run in runs
     ]
-    tails = (yield calls) if tail_lines and calls else [None] * len(nodes)
+    tails = (yield calls) if tail_lines and calls else [None] * len(runs)
     lines = []
-    for node, tail in zip(nodes, tails, strict=True):
-        detail = f"The job preparation task failed on node {node['node_id']}"
-        if node.get("exit_code") is not None:
-            detail += f" with exit code {node['exit_code']}"
-        if node.get("failure_code"):
-            detail += f" ({node['failure_code']}: {node.get('failure_message')})"
-        if node.get("retry_count"):
-            detail += f" after {node['retry_count']} retries"
+    for run, tail in zip(runs, tails, strict=True):
+        detail = f"The job {kind} task failed on node {run['node_id']}"
+        if run.get("exit_code") is not None:
+            detail += f" with exit code {run['exit_code']}"
+        if run.get("failure_code"):
+            detail += f" ({run['failure_code']}: {run.get('failure_message')})"
+        if run.get("retry_count"):
+            detail += f" after {run['retry_count']} retries"
         stderr = tail.last_lines(tail_lines) if isinstance(tail, FileEnd) else []
         lines.append(detail + _quoted(stderr))
     return lines

@@ -23,7 +23,7 @@ from airflow_provider_azbatch.hooks.batch import AzureBatchHook
 from airflow_provider_azbatch.hooks.errors import describe_error, is_auth_failure
 from airflow_provider_azbatch.pools.health import PoolProblem
 from airflow_provider_azbatch.results.failure_report import BLOCKED_REASONS
-from airflow_provider_azbatch.runs.results import RunResult, collect_result
+from airflow_provider_azbatch.runs.results import Judging, RunResult, collect_result
 from airflow_provider_azbatch.runs.settings import RunSettings
 from airflow_provider_azbatch.runs.submission import TaskInstanceRef, build_submission
 from airflow_provider_azbatch.submission.job import JobSubmission
@@ -132,6 +132,9 @@ class JobRun:
             pool_check_interval=config.get_float("pool_check_interval"),
             log_location=submission.log_location.to_json() if submission.log_location else None,
             auto_pool_vm_size=str(submission.auto_pool["vmSize"]) if submission.auto_pool else None,
+            has_preparation=submission.job_preparation is not None,
+            waits_for_preparation=bool(submission.job_preparation and submission.job_preparation.wait_for_success),
+            has_release=submission.job_release is not None,
         )
 
     def watcher(self, state: WatchState) -> JobWatcher:
@@ -228,26 +231,30 @@ class JobRun:
             self.log.warning("Could not show the rest of the output: %s", describe_error(exc))
 
     # -- the end --------------------------------------------------------------------------------------
-    def finish(self, watcher: JobWatcher) -> RunResult:
+    def finish(self, watcher: JobWatcher, judging: Judging | None = None) -> RunResult:
         """How the job ended (summary, cost, failure report), then the clean-up ``on_finish_action`` asks for.
 
         A job whose remaining tasks can never run is terminated first, so that nothing of it holds on."""
         blocked = watcher.state.blocked
         if blocked is not None:
             self.terminate(watcher.state.job_id, BLOCKED_REASONS[blocked["reason"]])
-        result = self.report(watcher)
+        result = self.report(watcher, judging=judging)
         result.deleted = self.clean_up(result.job_id, succeeded=result.succeeded)
         return result
 
-    def report(self, watcher: JobWatcher, *, unfinished_fail: bool = True) -> RunResult:
+    def report(self, watcher: JobWatcher, *, unfinished_fail: bool = True, judging: Judging | None = None) -> RunResult:
         """How the job ended (summary, cost, failure report), with no clean-up."""
-        return collect_result(
+        result = collect_result(
             self.hook,
             watcher,
             failure_tail_lines=self.settings.failure_tail_lines,
             log=self.log,
             unfinished_fail=unfinished_fail,
+            judging=judging,
         )
+        if result.skipped is not None:
+            self.log.info("%s", result.skipped)
+        return result
 
     def clean_up(self, job_id: str, *, succeeded: bool) -> bool:
         """Delete the job if ``on_finish_action`` says so; whether it was deleted."""

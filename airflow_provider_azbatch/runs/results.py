@@ -4,6 +4,7 @@ Airflow task succeeds (the XCom result) or fails (the failure report)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -12,22 +13,54 @@ from airflow_provider_azbatch.compute import load_catalog
 from airflow_provider_azbatch.enums import enum_value
 from airflow_provider_azbatch.hooks.errors import describe_error
 from airflow_provider_azbatch.results.cost import CostReport, auto_pool_cost, node_spans, shared_pool_cost
-from airflow_provider_azbatch.results.failure_report import failure_report
+from airflow_provider_azbatch.results.failure_report import failure_report, side_task_failures
 from airflow_provider_azbatch.results.outcomes import JobOutcomes
 from airflow_provider_azbatch.results.summary import summary_lines
+from airflow_provider_azbatch.submission.request import JobRequest
 from airflow_provider_azbatch.watching.core import JobWatcher
 from airflow_provider_azbatch.watching.drivers import run_sync
-from airflow_provider_azbatch.watching.state import TERMINAL_JOB_STATES
+from airflow_provider_azbatch.watching.state import TERMINAL_JOB_STATES, WatchState
 from airflow_provider_azbatch.workspace.spec import METADATA_KEY as WORKSPACE_METADATA_KEY
+
+# Failed tasks named in the reason of a skip.
+NAMED_SKIPPED = 5
+# Nodes whose failed preparation or release task is quoted in the log.
+MAX_SIDE_TASK_FAILURES = 3
+
+
+@dataclass(frozen=True)
+class Judging:
+    """How a run judges its job's end besides "every task succeeded": the first failure ended the job
+    (``fail_fast``, for the words of the report), and which exit codes skip the Airflow task (by task id)."""
+
+    fail_fast: bool = False
+    skip_codes: Callable[[str], frozenset[int] | None] = lambda task_id: None
+
+    @classmethod
+    def of(cls, request: JobRequest) -> Judging:
+        """The judging a request asks for; its task specs are read again only if a task failed."""
+        by_task: dict[str, frozenset[int] | None] = {}
+
+        def skip_codes(task_id: str) -> frozenset[int] | None:
+            if not by_task:
+                checked = request.check(rendered=True)
+                default = checked.skip_on_exit_code
+                for spec in checked.specs:
+                    by_task[spec.id] = spec.skip_on_exit_code if spec.skip_on_exit_code is not None else default
+            return by_task.get(task_id)
+
+        return cls(fail_fast=request.fail_fast, skip_codes=skip_codes)
 
 
 @dataclass
 class RunResult:
-    """How the run ended: ``failure`` (the error message) when the Airflow task must fail, else ``xcom``."""
+    """How the run ended: ``failure`` (the error message) when the Airflow task must fail, ``skipped`` (why)
+    when it is skipped, else ``xcom``."""
 
     job_id: str
     xcom: dict[str, Any]
     failure: str | None = None
+    skipped: str | None = None
     # Tasks in the job, and how many of them ran and failed.
     total: int = 0
     failed: int = 0
@@ -36,7 +69,7 @@ class RunResult:
 
     @property
     def succeeded(self) -> bool:
-        return self.failure is None
+        return self.failure is None and self.skipped is None
 
 
 def workspaces_of(job: Any) -> list[str]:
@@ -47,8 +80,36 @@ def workspaces_of(job: Any) -> list[str]:
     return [sha for sha in value.split(",") if sha]
 
 
+def skip_reason(
+    job_id: str, outcomes: JobOutcomes, terminate_reason: str | None, blocked: bool, judging: Judging
+) -> str | None:
+    """Why the Airflow task is skipped: every task that failed exited with one of its skip codes, and the rest
+    that did not succeed only ended (or never ran) because of them."""
+    failed = outcomes.failed
+    if not failed:
+        return None
+    for outcome in failed:
+        codes = judging.skip_codes(outcome.id)
+        if outcome.exit_code is None or not codes or outcome.exit_code not in codes:
+            return None
+    consequences = outcomes.ended or outcomes.unfinished
+    if consequences and not (blocked or terminate_reason == "TaskFailed"):
+        return None  # the job was ended by something else (its wall clock, a user): a failure
+    named = ", ".join(f"{outcome.id} (exit code {outcome.exit_code})" for outcome in failed[:NAMED_SKIPPED])
+    if len(failed) > NAMED_SKIPPED:
+        named += f" and {len(failed) - NAMED_SKIPPED} more"
+    plural = "s" if len(failed) > 1 else ""
+    return f"Batch job {job_id}: its only failed task{plural} exited with skip_on_exit_code: {named}"
+
+
 def collect_result(
-    hook: Any, watcher: JobWatcher, *, failure_tail_lines: int, log: Any, unfinished_fail: bool = True
+    hook: Any,
+    watcher: JobWatcher,
+    *,
+    failure_tail_lines: int,
+    log: Any,
+    unfinished_fail: bool = True,
+    judging: Judging | None = None,
 ) -> RunResult:
     """Read how the job ended, log its summary and cost, and say whether the run succeeded.
 
@@ -66,9 +127,13 @@ def collect_result(
     cost = estimate_cost(hook, watcher, job, outcomes, log)
     for line in cost.lines() if cost is not None else []:
         log.info("%s", line)
+    if state.has_preparation:
+        _warn_of_side_task_failures(hook, state, failure_tail_lines, log)
+    judging = judging or Judging()
     judged = outcomes if unfinished_fail else JobOutcomes(outcomes.listed, outcomes.failed, outcomes.total)
     failure = None
-    if judged.unsuccessful:
+    skipped = skip_reason(job_id, judged, reason, state.blocked is not None, judging) if judged.unsuccessful else None
+    if judged.unsuccessful and skipped is None:
         failure = run_sync(
             failure_report(
                 job_id,
@@ -77,6 +142,7 @@ def collect_result(
                 terminate_reason=reason,
                 log_location=state.log_location,
                 blocked=state.blocked,
+                fail_fast=judging.fail_fast,
             ),
             hook,
         )
@@ -91,7 +157,25 @@ def collect_result(
         "workspaces": workspaces_of(job),
         "cost": cost.to_json() if cost is not None else None,
     }
-    return RunResult(job_id, xcom, failure, total=outcomes.total, failed=len(outcomes.failed))
+    return RunResult(job_id, xcom, failure, skipped, total=outcomes.total, failed=len(outcomes.failed))
+
+
+def _warn_of_side_task_failures(hook: Any, state: WatchState, tail_lines: int, log: Any) -> None:
+    """Failed job release tasks (and preparation tasks the job did not have to wait for, or that failed on
+    some nodes only) do not fail the run: they are logged as warnings, with the end of their stderr."""
+    blocked_by_preparation = state.blocked is not None and state.blocked["reason"] == "preparation"
+    try:
+        runs = [
+            run
+            for run in hook.list_preparation_status(state.job_id)
+            if run.failed and not (blocked_by_preparation and run.kind == "preparation")
+        ]
+        for kind in ("preparation", "release"):
+            failed = [run.to_json() for run in runs if run.kind == kind][:MAX_SIDE_TASK_FAILURES]
+            for line in run_sync(side_task_failures(failed, tail_lines, kind), hook) if failed else []:
+                log.warning("%s", line)
+    except Exception as exc:  # a report of side tasks must never fail the task
+        log.warning("Could not read the job preparation and release task status: %s", describe_error(exc))
 
 
 def estimate_cost(hook: Any, watcher: JobWatcher, job: Any, outcomes: JobOutcomes, log: Any) -> CostReport | None:

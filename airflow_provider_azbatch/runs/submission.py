@@ -51,10 +51,20 @@ def build_submission(hook: Any, request: JobRequest, where: TaskInstanceRef, log
     metadata.update(task_instance_metadata(where.dag_id, where.task_id, where.run_id, where.map_index))
     sas_lifetime = timedelta(hours=config.get_float("sas_hours"))
     registry = registry_credentials(hook, request.containers)
+    side_tasks = [side for side in (checked.job_preparation, checked.job_release) if side is not None]
     extras = task_extras(
-        hook, specs, request.containers, registry, request.blob, checked.inputs, checked.outputs, sas_lifetime
+        hook,
+        [*specs, *side_tasks],
+        request.containers,
+        registry,
+        request.blob,
+        checked.inputs,
+        checked.outputs,
+        sas_lifetime,
     )
-    extras.workspaces, packed = stage_workspaces(hook, specs, checked.workspace, where.dag_folder, sas_lifetime, log)
+    extras.workspaces, packed = stage_workspaces(
+        hook, [*specs, *side_tasks], checked.workspace, where.dag_folder, sas_lifetime, log
+    )
     pool_id, auto_pool = prepare_pool(
         hook,
         request.pool,
@@ -62,7 +72,7 @@ def build_submission(hook: Any, request: JobRequest, where: TaskInstanceRef, log
         job_image=request.containers.image,
         registry=registry,
         log=log,
-        run_as=[checked.run_as, *(spec.run_as for spec in specs)],
+        run_as=[checked.run_as, *(spec.run_as for spec in specs), *(side.run_as for side in side_tasks)],
     )
     if packed:
         metadata[WORKSPACE_METADATA_KEY] = ",".join(workspace.sha256 for workspace in packed)
@@ -89,4 +99,9 @@ def build_submission(hook: Any, request: JobRequest, where: TaskInstanceRef, log
         run_as=checked.run_as,
         job_overrides=checked.job_overrides,
         task_overrides=checked.task_overrides,
+        fail_fast=request.fail_fast,
+        default_exit_conditions=checked.exit_conditions,
+        default_skip_codes=checked.skip_on_exit_code,
+        job_preparation=checked.job_preparation,
+        job_release=checked.job_release,
     )

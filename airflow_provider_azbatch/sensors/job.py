@@ -116,6 +116,7 @@ class AzureBatchJobSensor(BaseSensorOperator):
             log_location=location.to_json() if location else None,
             pool_id=getattr(job.execution_info, "pool_id", None),
             pool_check_interval=config.get_float("pool_check_interval"),
+            has_preparation=preparation is not None,
             waits_for_preparation=preparation is not None and preparation.wait_for_success is not False,
             has_release=getattr(job, "job_release_task", None) is not None,
         )

@@ -133,7 +133,8 @@ class _Checker:
 
 def _scalar(item: Any, sdk_field: SdkField, where: str) -> Any:
     kind = sdk_field.kind
-    wrong = f"must be a {sdk_field.describe()}, got {type(item).__name__} {item!r}"
+    what = sdk_field.describe()
+    wrong = f"must be {what if kind == 'bool' else 'a ' + what}, got {type(item).__name__} {item!r}"
     if kind == "enum":
         canonical = {option.lower(): option for option in sdk_field.enum_values}
         if not isinstance(item, str) or item.lower() not in canonical:
@@ -242,6 +243,25 @@ def find_keys(value: Any, key: str, path: str = "") -> list[str]:
 
 
 # -- what the provider owns -------------------------------------------------------------------------
+def _side_task_owned(name: str, parameter: str, *, retries: bool) -> dict[str, Owned]:
+    """A job preparation or release task: what its parameter sets."""
+    owned = {
+        f"{name}.id": Owned(f"the id Batch gives a job {parameter.split('_')[1]} task"),
+        f"{name}.commandLine": Owned("its command, handed to a shell (and unpacking the workspace)", parameter),
+        f"{name}.environmentSettings": Owned("its environment", f"{parameter}'s environment"),
+        f"{name}.userIdentity": Owned("who it runs as", f"{parameter}'s run_as, or run_as"),
+        f"{name}.containerSettings.imageName": Owned("its container image", f"{parameter}'s image"),
+        f"{name}.containerSettings.registry": Owned("the registry credentials, from a connection", "registry_conn_id"),
+    }
+    if retries:
+        owned[f"{name}.constraints.maxWallClockTime"] = Owned("its wall clock", f"{parameter}'s max_wall_clock")
+        owned[f"{name}.constraints.maxTaskRetryCount"] = Owned("its retries", f"{parameter}'s max_retries")
+        owned[f"{name}.waitForSuccess"] = Owned("whether tasks wait for it", f"{parameter}'s wait_for_success")
+    else:
+        owned[f"{name}.maxWallClockTime"] = Owned("its wall clock", f"{parameter}'s max_wall_clock")
+    return owned
+
+
 JOB_OVERRIDES = OverrideSchema(
     batch_models.BatchJobCreateOptions,
     {
@@ -258,6 +278,9 @@ JOB_OVERRIDES = OverrideSchema(
         "constraints.maxWallClockTime": Owned("the job's wall clock", "job_max_wall_clock"),
         "commonEnvironmentSettings": Owned("the job's environment", "environment"),
         "metadata": Owned("with names of its own (airflow_dag_id, ...)", "metadata"),
+        "onTaskFailure": Owned("whether task failures act on the job", "fail_fast, or job actions in exit_conditions"),
+        **_side_task_owned("jobPreparationTask", "job_preparation", retries=True),
+        **_side_task_owned("jobReleaseTask", "job_release", retries=False),
     },
 )
 
@@ -281,5 +304,8 @@ TASK_OVERRIDES = OverrideSchema(
         "containerSettings.registry": Owned("the registry credentials, from a connection", "registry_conn_id"),
         "containerSettings.containerRunOptions": Owned("the container's options", "container_run_options"),
         "containerSettings.workingDirectory": Owned("the container's working directory", "container_working_directory"),
+        "exitConditions": Owned(
+            "what exit codes do, with every job action spelled out", "exit_conditions or skip_on_exit_code"
+        ),
     },
 )

@@ -17,8 +17,10 @@ from airflow_provider_azbatch.hooks.storage import LogLocation
 from airflow_provider_azbatch.pools.strategy import IDENTITY_REFUSED, BatchPool
 from airflow_provider_azbatch.submission import validation as check
 from airflow_provider_azbatch.submission.blob_io import InputSpec, OutputSpec, parse_inputs, parse_outputs
+from airflow_provider_azbatch.submission.exit_conditions import ExitConditions, skip_codes
 from airflow_provider_azbatch.submission.identity import RunAs
 from airflow_provider_azbatch.submission.job_ids import TASK_INSTANCE_KEYS
+from airflow_provider_azbatch.submission.job_side_tasks import PREPARATION, RELEASE, JobSideTask
 from airflow_provider_azbatch.submission.options import BlobOptions, ContainerOptions, FanOut
 from airflow_provider_azbatch.submission.overrides import JOB_OVERRIDES, TASK_OVERRIDES, find_keys
 from airflow_provider_azbatch.submission.tasks import TaskSpec, parse_tasks
@@ -60,6 +62,10 @@ class CheckedRequest:
     run_as: RunAs | None = None
     job_overrides: dict[str, Any] = field(default_factory=dict)
     task_overrides: dict[str, Any] = field(default_factory=dict)
+    exit_conditions: ExitConditions | None = None
+    skip_on_exit_code: frozenset[int] | None = None
+    job_preparation: JobSideTask | None = None
+    job_release: JobSideTask | None = None
 
 
 @dataclass
@@ -87,6 +93,11 @@ class JobRequest:
     run_as: Any = None
     job_overrides: Any = None
     task_overrides: Any = None
+    fail_fast: bool = False
+    exit_conditions: Any = None
+    skip_on_exit_code: Any = None
+    job_preparation: Any = None
+    job_release: Any = None
     # How errors name option fields: ``containers.image`` when given as objects, ``image`` when flat
     # (option group -> {field: parameter name}, or None).
     option_names: Mapping[str, Mapping[str, str] | None] = field(default_factory=dict)
@@ -121,6 +132,16 @@ class JobRequest:
             checked.display_name = check.text(self.display_name, "display_name", max_chars=check.MAX_DISPLAY_NAME)
         if self.pool.kind == "existing" and ready(self.pool.pool_id):
             check.batch_id(self.pool.pool_id, "pool_id", "Batch pool id")
+        if not isinstance(self.fail_fast, bool):
+            raise check.fail("fail_fast", f"must be True or False, got {self.fail_fast!r}")
+        checked.exit_conditions = ExitConditions.parse(self.exit_conditions, "exit_conditions")
+        checked.skip_on_exit_code = skip_codes(self.skip_on_exit_code, "skip_on_exit_code")
+        if ready(self.job_preparation):
+            checked.job_preparation = JobSideTask.parse(self.job_preparation, PREPARATION, "job_preparation")
+        if ready(self.job_release):
+            checked.job_release = JobSideTask.parse(self.job_release, RELEASE, "job_release")
+        if self.job_release is not None and self.job_preparation is None:
+            raise check.fail("job_release", "needs job_preparation: Batch runs a release task only with one")
         if self.priority is not None and ready(self.priority):
             checked.priority = priority(self.priority)
         checked.run_as = RunAs.parse(self.run_as, "run_as")
@@ -128,6 +149,7 @@ class JobRequest:
         checked.job_overrides = JOB_OVERRIDES.check(self.job_overrides, "job_overrides", templates=not rendered)
         checked.task_overrides = TASK_OVERRIDES.check(self.task_overrides, "task_overrides", templates=not rendered)
         self._check_identities(checked)
+        self._check_overrides_of_job(checked)
         self._check_overrides_of_tasks(checked)
         return checked
 
@@ -146,12 +168,26 @@ class JobRequest:
         users = self.pool.user_names()
         identities = [("run_as", checked.run_as)]
         identities += [(f"tasks[{index}].run_as", spec.run_as) for index, spec in enumerate(checked.specs)]
+        identities += [
+            (f"job_{side.kind}.run_as", side.run_as)
+            for side in (checked.job_preparation, checked.job_release)
+            if side is not None
+        ]
         for where, identity in identities:
             if identity is not None and identity.user is not None and identity.user.lower() not in users:
                 raise check.fail(
                     where,
                     f"names the user {identity.user!r}, which the pool does not define: add "
                     f"PoolUser({identity.user!r}) to the BatchPool's users",
+                )
+
+    def _check_overrides_of_job(self, checked: CheckedRequest) -> None:
+        """A preparation or release task given through job_overrides adds to one given by its parameter."""
+        for name, parameter in (("jobPreparationTask", "job_preparation"), ("jobReleaseTask", "job_release")):
+            if name in checked.job_overrides and getattr(self, parameter) is None:
+                raise check.fail(
+                    f"job_overrides.{name}",
+                    f"adds to the task {parameter} gives (its command, environment, inputs...): give {parameter}",
                 )
 
     def _check_overrides_of_tasks(self, checked: CheckedRequest) -> None:

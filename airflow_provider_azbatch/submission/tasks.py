@@ -10,6 +10,7 @@ from typing import Any
 
 from airflow_provider_azbatch.submission import validation as check
 from airflow_provider_azbatch.submission.blob_io import InputSpec, OutputSpec, parse_inputs, parse_outputs
+from airflow_provider_azbatch.submission.exit_conditions import ExitConditions, skip_codes
 from airflow_provider_azbatch.submission.identity import RunAs
 from airflow_provider_azbatch.submission.overrides import TASK_OVERRIDES
 from airflow_provider_azbatch.workspace.spec import Workspace
@@ -31,6 +32,8 @@ TASK_FIELDS = (
     "workspace",
     "run_as",
     "overrides",
+    "exit_conditions",
+    "skip_on_exit_code",
 )
 # What a multi-node task's instances run before the primary's command when none is given.
 DEFAULT_COORDINATION_COMMAND = "true"
@@ -43,8 +46,11 @@ class TaskSpec:
     ``required_slots``, ``display_name``, ``image`` (run in this container image), ``num_nodes`` with
     ``coordination_command`` (a multi-node task), ``inputs`` and ``outputs`` (Blob; see blob_io),
     ``workspace`` (a local directory unpacked into ``workspace/``; see :mod:`airflow_provider_azbatch.workspace`),
-    ``run_as`` (who it runs as; see :mod:`airflow_provider_azbatch.submission.identity`) and ``overrides`` (Batch
-    REST task fields merged over the generated task; see :mod:`airflow_provider_azbatch.submission.overrides`)."""
+    ``run_as`` (who it runs as; see :mod:`airflow_provider_azbatch.submission.identity`), ``overrides`` (Batch
+    REST task fields merged over the generated task; see :mod:`airflow_provider_azbatch.submission.overrides`),
+    ``exit_conditions`` (what its exit codes do to the job and its dependents; see
+    :mod:`~airflow_provider_azbatch.submission.exit_conditions`), ``skip_on_exit_code`` (exit codes that skip the
+    Airflow task when they are the job's only failures)."""
 
     id: str
     command_line: str
@@ -62,6 +68,8 @@ class TaskSpec:
     workspace: Workspace | None = None
     run_as: RunAs | None = None
     overrides: Mapping[str, Any] = field(default_factory=dict)
+    exit_conditions: ExitConditions | None = None
+    skip_on_exit_code: frozenset[int] | None = None
 
     @classmethod
     def parse(cls, value: Any, where: str) -> TaskSpec:
@@ -112,6 +120,8 @@ class TaskSpec:
             workspace=Workspace.parse(value.get("workspace"), f"{where}.workspace"),
             run_as=RunAs.parse(value.get("run_as"), f"{where}.run_as"),
             overrides=TASK_OVERRIDES.check(value.get("overrides"), f"{where}.overrides"),
+            exit_conditions=ExitConditions.parse(value.get("exit_conditions"), f"{where}.exit_conditions"),
+            skip_on_exit_code=skip_codes(value.get("skip_on_exit_code"), f"{where}.skip_on_exit_code"),
         )
 
 

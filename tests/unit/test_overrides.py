@@ -53,9 +53,10 @@ def test_a_valid_nested_override_is_returned_as_rest_json():
 
 
 def test_sdk_models_are_accepted_anywhere_and_turned_into_rest_json():
-    value = {"exitConditions": m.ExitConditions(default=m.ExitOptions(dependency_action="satisfy"))}
+    mount = m.ContainerHostBatchBindMountEntry(source="Shared", is_read_only=True)
+    value = {"containerSettings": m.BatchTaskContainerSettings(container_host_batch_bind_mounts=[mount])}
     assert TASK_OVERRIDES.check(value, "task_overrides") == {
-        "exitConditions": {"default": {"dependencyAction": "satisfy"}}
+        "containerSettings": {"containerHostBatchBindMounts": [{"source": "Shared", "isReadOnly": True}]}
     }
     whole = m.BatchTaskCreateOptions(affinity_info=m.BatchAffinityInfo(affinity_id="TVM:n"))
     assert TASK_OVERRIDES.check(whole, "task_overrides") == {"affinityInfo": {"affinityId": "TVM:n"}}
@@ -141,6 +142,24 @@ def test_a_key_nothing_resembles_lists_the_fields():
         ),
         (
             TASK_OVERRIDES,
+            {"exitConditions": {"default": {"dependencyAction": "satisfy"}}},
+            "task_overrides.exitConditions is set by the provider (what exit codes do, with every job action spelled "
+            "out): use exit_conditions or skip_on_exit_code",
+        ),
+        (
+            JOB_OVERRIDES,
+            {"onTaskFailure": "performexitoptionsjobaction"},
+            "job_overrides.onTaskFailure is set by the provider (whether task failures act on the job): use "
+            "fail_fast, or job actions in exit_conditions",
+        ),
+        (
+            JOB_OVERRIDES,
+            {"jobPreparationTask": {"commandLine": "x"}},
+            "job_overrides.jobPreparationTask.commandLine is set by the provider (its command, handed to a shell "
+            "(and unpacking the workspace)): use job_preparation",
+        ),
+        (
+            TASK_OVERRIDES,
             {"multiInstanceSettings": {"numberOfInstances": 3}},
             "task_overrides.multiInstanceSettings."
             "numberOfInstances is set by the provider (the task's nodes): use num_nodes",
@@ -169,13 +188,14 @@ def test_keys_the_provider_owns_are_refused_with_the_reason_and_the_parameter(sc
             "duration such as 'PT1H30M' (or a timedelta), got '1 hour'",
         ),
         (
-            {"exitConditions": {"default": {"dependencyAction": "satisfied"}}},
-            "task_overrides.exitConditions.default."
-            "dependencyAction 'satisfied' is not one of: satisfy, block (did you mean 'satisfy'?)",
+            {"containerSettings": {"containerHostBatchBindMounts": [{"source": "Shard"}]}},
+            "task_overrides.containerSettings.containerHostBatchBindMounts[0].source 'Shard' is not one of: Shared, "
+            "Startup, VfsMounts, Task, JobPrep, Applications (did you mean 'Shared'?)",
         ),
         (
-            {"exitConditions": {"exitCodes": [{"code": "three"}]}},
-            "task_overrides.exitConditions.exitCodes[0].code must be a whole number, got str 'three'",
+            {"containerSettings": {"containerHostBatchBindMounts": [{"isReadOnly": "yes"}]}},
+            "task_overrides.containerSettings.containerHostBatchBindMounts[0].isReadOnly must be true or false, "
+            "got str 'yes'",
         ),
     ],
 )
@@ -184,15 +204,15 @@ def test_values_are_checked_for_their_type(value, message):
 
 
 def test_rendered_numbers_booleans_and_durations_are_read():
-    value = {
-        "exitConditions": {"exitCodes": [{"code": "3"}]},
-        "constraints": {"retentionTime": timedelta(hours=2)},
-    }
-    checked = TASK_OVERRIDES.check(value, "task_overrides")
-    assert checked["exitConditions"]["exitCodes"][0]["code"] == 3
+    checked = TASK_OVERRIDES.check({"constraints": {"retentionTime": timedelta(hours=2)}}, "task_overrides")
     assert checked["constraints"]["retentionTime"] == timedelta(hours=2)
-    job = JOB_OVERRIDES.check({"allowTaskPreemption": "true"}, "job_overrides")
-    assert job == {"allowTaskPreemption": True}
+    job = JOB_OVERRIDES.check(
+        {"allowTaskPreemption": "true", "constraints": {"maxTaskRetryCount": "3"}}, "job_overrides"
+    )
+    assert job == {"allowTaskPreemption": True, "constraints": {"maxTaskRetryCount": 3}}
+    assert _refused(JOB_OVERRIDES, {"constraints": {"maxTaskRetryCount": "three"}}, "job_overrides") == (
+        "job_overrides.constraints.maxTaskRetryCount must be a whole number, got str 'three'"
+    )
 
 
 def test_read_only_fields_are_refused():

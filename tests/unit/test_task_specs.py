@@ -74,6 +74,8 @@ def test_task_fields():
         "workspace",
         "run_as",
         "overrides",
+        "exit_conditions",
+        "skip_on_exit_code",
     )
 
 

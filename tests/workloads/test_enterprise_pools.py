@@ -69,9 +69,7 @@ def test_each_override_kind_reaches_the_service(airflow_db, azbatch_default, bat
             },
             task_overrides=m.BatchTaskCreateOptions(
                 constraints=m.BatchTaskConstraints(retention_time="PT1H"),
-                exit_conditions=m.ExitConditions(
-                    exit_codes=[m.ExitCodeMapping(code=3, exit_options=m.ExitOptions(dependency_action="satisfy"))]
-                ),
+                affinity_info=m.BatchAffinityInfo(affinity_id="TVM:preferred-node"),
             ),
             poll_interval=0.3,
         )
@@ -83,7 +81,7 @@ def test_each_override_kind_reaches_the_service(airflow_db, azbatch_default, bat
     tasks = {task.id: task for task in batch_client.list_tasks(job.id)}
     assert tasks["a"].constraints.retention_time.total_seconds() == 3 * 3600  # the task's own wins
     assert tasks["b"].constraints.retention_time.total_seconds() == 3600
-    assert tasks["b"].exit_conditions.exit_codes[0].exit_options.dependency_action == "satisfy"
+    assert tasks["b"].affinity_info.affinity_id == "TVM:preferred-node"
     pool = batch_client.get_pool(pool_id)
     assert pool.display_name == "team pool overrides_reach_the_service"
     assert pool.resize_timeout.total_seconds() == 20 * 60
@@ -530,3 +528,22 @@ def test_a_registry_identity_on_a_provider_pool_is_refused_before_anything_is_cr
         "reference needs the pool to have that identity" in "\n".join(logs)
     )
     assert pool_id not in {pool.id for pool in batch_client.list_pools()}
+
+
+def test_a_job_preparation_task_runs_as_it_says(airflow_db, azbatch_default, shared_pool, batch_client):
+    with DAG("prep_as_admin", schedule=None, start_date=START) as dag:
+        AzureBatchJobOperator(
+            task_id="prep",
+            pool_id=shared_pool,
+            job_preparation={
+                "command": 'echo "$AZ_BATCH_TASK_USER_IDENTITY" > "$AZ_BATCH_NODE_SHARED_DIR/prep-$AZ_BATCH_JOB_ID"',
+                "run_as": "admin",
+            },
+            command='echo "prepared by $(cat "$AZ_BATCH_NODE_SHARED_DIR/prep-$AZ_BATCH_JOB_ID")"',
+            poll_interval=0.3,
+        )
+    run, logs = run_dag(dag)
+    assert run.state == "success", logs[-20:]
+    assert "[main] prepared by PoolAdmin" in logs
+    job = batch_client.get_job(_submitted_job(logs))
+    assert job.job_preparation_task.user_identity.auto_user.elevation_level == "admin"
