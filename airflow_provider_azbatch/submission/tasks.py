@@ -30,6 +30,7 @@ TASK_FIELDS = (
     "workspace",
     "exit_conditions",
     "skip_on_exit_code",
+    "result_file",
 )
 # What a multi-node task's instances run before the primary's command when none is given.
 DEFAULT_COORDINATION_COMMAND = "true"
@@ -44,7 +45,8 @@ class TaskSpec:
     ``workspace`` (a local directory unpacked into ``workspace/``; see :mod:`airflow_provider_azbatch.workspace`),
     ``exit_conditions`` (what its exit codes do to the job and its dependents; see
     :mod:`~airflow_provider_azbatch.submission.exit_conditions`), ``skip_on_exit_code`` (exit codes that skip the
-    Airflow task when they are the job's only failures)."""
+    Airflow task when they are the job's only failures), ``result_file`` (a JSON file the task writes in its
+    working directory, read back into the XCom result when the job succeeded)."""
 
     id: str
     command_line: str
@@ -62,6 +64,7 @@ class TaskSpec:
     workspace: Workspace | None = None
     exit_conditions: ExitConditions | None = None
     skip_on_exit_code: frozenset[int] | None = None
+    result_file: str | None = None
 
     @classmethod
     def parse(cls, value: Any, where: str) -> TaskSpec:
@@ -112,6 +115,7 @@ class TaskSpec:
             workspace=Workspace.parse(value.get("workspace"), f"{where}.workspace"),
             exit_conditions=ExitConditions.parse(value.get("exit_conditions"), f"{where}.exit_conditions"),
             skip_on_exit_code=skip_codes(value.get("skip_on_exit_code"), f"{where}.skip_on_exit_code"),
+            result_file=check.relative_path(value.get("result_file"), f"{where}.result_file"),
         )
 
 
