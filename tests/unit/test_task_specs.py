@@ -74,6 +74,7 @@ def test_task_fields():
         "workspace",
         "exit_conditions",
         "skip_on_exit_code",
+        "result_file",
     )
 
 
