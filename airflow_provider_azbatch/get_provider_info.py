@@ -48,6 +48,9 @@ def get_provider_info() -> dict[str, Any]:
             }
         ],
         "extra-links": ["airflow_provider_azbatch.links.job.AzureBatchJobLink"],
+        "task-decorators": [
+            {"name": "azure_batch", "class-name": "airflow_provider_azbatch.decorators.azure_batch.azure_batch_task"}
+        ],
         "connection-types": [
             {
                 "connection-type": "azbatch",
@@ -183,6 +186,14 @@ CONFIG_OPTIONS: dict[str, Any] = {
         "type": "boolean",
         "example": "True",
         "default": "False",
+    },
+    "max_result_bytes": {
+        "description": "The largest result file (result_file=, and the return value of an @task.azure_batch "
+        "function) read back into XCom, in bytes.",
+        "version_added": "0.3.0",
+        "type": "integer",
+        "example": "65536",
+        "default": "1048576",
     },
     "stream_task_output": {
         "description": "Stream Batch task stdout/stderr into the Airflow task log while the job runs.",

@@ -22,7 +22,7 @@ from airflow_provider_azbatch.exceptions import QuotaReachedError
 from airflow_provider_azbatch.hooks.batch import AzureBatchHook
 from airflow_provider_azbatch.links.job import LINK_XCOM_KEY, AzureBatchJobLink, link_data
 from airflow_provider_azbatch.pools.strategy import BatchPool
-from airflow_provider_azbatch.runs import JobRun, Judging, RunResult, RunSettings, TaskInstanceRef
+from airflow_provider_azbatch.runs import Expectations, JobRun, RunResult, RunSettings, TaskInstanceRef
 from airflow_provider_azbatch.submission import validation as check
 from airflow_provider_azbatch.submission.identity import RunAs
 from airflow_provider_azbatch.submission.job_side_tasks import JobSideTask
@@ -35,6 +35,7 @@ from airflow_provider_azbatch.triggers.wait import AzureBatchWaitTrigger
 from airflow_provider_azbatch.watching.core import JobWatcher
 from airflow_provider_azbatch.watching.outages import DEFAULT_MAX_OUTAGE_SECONDS
 from airflow_provider_azbatch.workspace.spec import Workspace
+from airflow_provider_azbatch.workspace.staged_files import FileForTasks
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -135,6 +136,12 @@ class AzureBatchJobOperator(BaseOperator):
         :class:`~airflow_provider_azbatch.submission.job_side_tasks.JobSideTask`) run once per node before the
         job's first task there; if it fails on every node, the wait ends naming it.
     :param job_release: a command (or a mapping) run after the job on each node that ran ``job_preparation``.
+
+    Results:
+
+    :param result_file: a JSON file every task (without its own ``result_file``) writes in its working
+        directory: read back when the job succeeded, into the XCom result's ``results`` by task id (a
+        single task's also as ``return_value``), at most ``[azbatch] max_result_bytes`` each.
     """
 
     template_fields: Sequence[str] = (
@@ -207,6 +214,7 @@ class AzureBatchJobOperator(BaseOperator):
         skip_on_exit_code: int | Sequence[int] | None = None,
         job_preparation: str | Mapping[str, Any] | JobSideTask | None = None,
         job_release: str | Mapping[str, Any] | JobSideTask | None = None,
+        result_file: str | None = None,
         # Flat forms of the option groups above.
         command_template: str | None = None,
         parameters: Sequence[Any] | None = None,
@@ -294,6 +302,7 @@ class AzureBatchJobOperator(BaseOperator):
         self.skip_on_exit_code = skip_on_exit_code
         self.job_preparation = job_preparation
         self.job_release = job_release
+        self.result_file = result_file
         self.deferrable = deferrable if deferrable is not None else _default_deferrable()
         if not isinstance(self.deferrable, bool):
             raise check.fail("deferrable", f"must be True or False, got {self.deferrable!r}")
@@ -336,8 +345,12 @@ class AzureBatchJobOperator(BaseOperator):
     def run(self) -> JobRun:
         return JobRun(self.hook, self.run_settings, self.log)
 
-    def job_request(self) -> JobRequest:
-        """The job this operator asks for, from its (rendered, when running) parameters."""
+    def files_for_tasks(self) -> Sequence[FileForTasks]:
+        """Files staged for the tasks when the job is submitted (the TaskFlow decorator's call)."""
+        return ()
+
+    def job_request(self, *, running: bool = False) -> JobRequest:
+        """The job this operator asks for, from its (rendered, when ``running``) parameters."""
         pool = self.batch_pool or BatchPool.existing(str(self.pool_id))
         if pool.kind != "existing" and self.pool_overrides != pool.pool_overrides:
             pool = dataclasses.replace(pool, pool_overrides=self.pool_overrides)
@@ -368,6 +381,8 @@ class AzureBatchJobOperator(BaseOperator):
             skip_on_exit_code=self.skip_on_exit_code,
             job_preparation=self.job_preparation,
             job_release=self.job_release,
+            result_file=self.result_file,
+            files_for_tasks=self.files_for_tasks() if running else (),
             option_names=self._option_names,
         )
 
@@ -386,7 +401,7 @@ class AzureBatchJobOperator(BaseOperator):
         while True:
             try:
                 # Both can meet a quota: creating a shared pool, creating the job.
-                submission = run.prepare(self.job_request(), TaskInstanceRef.of(context, self.task_id))
+                submission = run.prepare(self.job_request(running=True), TaskInstanceRef.of(context, self.task_id))
                 attachment = run.attach(
                     submission,
                     remembered=remembered_job(context),
@@ -455,7 +470,7 @@ class AzureBatchJobOperator(BaseOperator):
 
     # -- the end --------------------------------------------------------------------------------------
     def _finish(self, context: Context, watcher: JobWatcher) -> Any:
-        result = self.run.finish(watcher, Judging.of(self.job_request()))
+        result = self.run.finish(watcher, Expectations.of(self.job_request()))
         if result.deleted:
             # The link now shows the account's jobs instead of a job that is gone.
             link = {**link_data(self.hook, result.job_id), "deleted": True}

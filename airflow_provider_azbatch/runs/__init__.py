@@ -2,8 +2,8 @@
 operator, the TaskFlow decorator and the sensor drive."""
 
 from airflow_provider_azbatch.runs.lifecycle import JobRun
-from airflow_provider_azbatch.runs.results import Judging, RunResult
+from airflow_provider_azbatch.runs.results import Expectations, RunResult
 from airflow_provider_azbatch.runs.settings import RunSettings
 from airflow_provider_azbatch.runs.submission import TaskInstanceRef
 
-__all__ = ["JobRun", "Judging", "RunResult", "RunSettings", "TaskInstanceRef"]
+__all__ = ["Expectations", "JobRun", "RunResult", "RunSettings", "TaskInstanceRef"]

@@ -23,7 +23,7 @@ from airflow_provider_azbatch.hooks.batch import AzureBatchHook
 from airflow_provider_azbatch.hooks.errors import describe_error, is_auth_failure
 from airflow_provider_azbatch.pools.health import PoolProblem
 from airflow_provider_azbatch.results.failure_report import BLOCKED_REASONS
-from airflow_provider_azbatch.runs.results import Judging, RunResult, collect_result
+from airflow_provider_azbatch.runs.results import Expectations, RunResult, collect_result
 from airflow_provider_azbatch.runs.settings import RunSettings
 from airflow_provider_azbatch.runs.submission import TaskInstanceRef, build_submission
 from airflow_provider_azbatch.submission.job import JobSubmission
@@ -231,18 +231,20 @@ class JobRun:
             self.log.warning("Could not show the rest of the output: %s", describe_error(exc))
 
     # -- the end --------------------------------------------------------------------------------------
-    def finish(self, watcher: JobWatcher, judging: Judging | None = None) -> RunResult:
+    def finish(self, watcher: JobWatcher, expectations: Expectations | None = None) -> RunResult:
         """How the job ended (summary, cost, failure report), then the clean-up ``on_finish_action`` asks for.
 
         A job whose remaining tasks can never run is terminated first, so that nothing of it holds on."""
         blocked = watcher.state.blocked
         if blocked is not None:
             self.terminate(watcher.state.job_id, BLOCKED_REASONS[blocked["reason"]])
-        result = self.report(watcher, judging=judging)
+        result = self.report(watcher, expectations=expectations)
         result.deleted = self.clean_up(result.job_id, succeeded=result.succeeded)
         return result
 
-    def report(self, watcher: JobWatcher, *, unfinished_fail: bool = True, judging: Judging | None = None) -> RunResult:
+    def report(
+        self, watcher: JobWatcher, *, unfinished_fail: bool = True, expectations: Expectations | None = None
+    ) -> RunResult:
         """How the job ended (summary, cost, failure report), with no clean-up."""
         result = collect_result(
             self.hook,
@@ -250,7 +252,7 @@ class JobRun:
             failure_tail_lines=self.settings.failure_tail_lines,
             log=self.log,
             unfinished_fail=unfinished_fail,
-            judging=judging,
+            expectations=expectations,
         )
         if result.skipped is not None:
             self.log.info("%s", result.skipped)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from airflow_provider_azbatch import config
 from airflow_provider_azbatch.compute import load_catalog
 from airflow_provider_azbatch.enums import enum_value
 from airflow_provider_azbatch.hooks.errors import describe_error
@@ -16,6 +17,7 @@ from airflow_provider_azbatch.results.cost import CostReport, auto_pool_cost, no
 from airflow_provider_azbatch.results.failure_report import failure_report, side_task_failures
 from airflow_provider_azbatch.results.outcomes import JobOutcomes
 from airflow_provider_azbatch.results.summary import summary_lines
+from airflow_provider_azbatch.results.task_results import ResultFileError, read_results
 from airflow_provider_azbatch.submission.request import JobRequest
 from airflow_provider_azbatch.watching.core import JobWatcher
 from airflow_provider_azbatch.watching.drivers import run_sync
@@ -29,27 +31,38 @@ MAX_SIDE_TASK_FAILURES = 3
 
 
 @dataclass(frozen=True)
-class Judging:
-    """How a run judges its job's end besides "every task succeeded": the first failure ended the job
-    (``fail_fast``, for the words of the report), and which exit codes skip the Airflow task (by task id)."""
+class Expectations:
+    """What a run expects of its job's end besides "every task succeeded": the first failure ended the job
+    (``fail_fast``, for the words of the report), which exit codes skip the Airflow task, and which tasks
+    wrote a result file (by task id)."""
 
     fail_fast: bool = False
     skip_codes: Callable[[str], frozenset[int] | None] = lambda task_id: None
+    result_files: Callable[[], dict[str, str]] = dict
 
     @classmethod
-    def of(cls, request: JobRequest) -> Judging:
-        """The judging a request asks for; its task specs are read again only if a task failed."""
-        by_task: dict[str, frozenset[int] | None] = {}
+    def of(cls, request: JobRequest) -> Expectations:
+        """What a request asks for; its task specs are read again only when needed (a task failed, or the
+        request names result files)."""
+        by_task: dict[str, tuple[frozenset[int] | None, str | None]] = {}
 
-        def skip_codes(task_id: str) -> frozenset[int] | None:
+        def specs() -> dict[str, tuple[frozenset[int] | None, str | None]]:
             if not by_task:
                 checked = request.check(rendered=True)
-                default = checked.skip_on_exit_code
                 for spec in checked.specs:
-                    by_task[spec.id] = spec.skip_on_exit_code if spec.skip_on_exit_code is not None else default
-            return by_task.get(task_id)
+                    skip = spec.skip_on_exit_code if spec.skip_on_exit_code is not None else checked.skip_on_exit_code
+                    by_task[spec.id] = (skip, spec.result_file or request.result_file)
+            return by_task
 
-        return cls(fail_fast=request.fail_fast, skip_codes=skip_codes)
+        def skip_codes(task_id: str) -> frozenset[int] | None:
+            return specs().get(task_id, (None, None))[0]
+
+        def result_files() -> dict[str, str]:
+            if not request.names_result_files():
+                return {}
+            return {task: path for task, (_, path) in specs().items() if path}
+
+        return cls(fail_fast=request.fail_fast, skip_codes=skip_codes, result_files=result_files)
 
 
 @dataclass
@@ -64,6 +77,8 @@ class RunResult:
     # Tasks in the job, and how many of them ran and failed.
     total: int = 0
     failed: int = 0
+    # Where the tasks' logs (and result files) were uploaded, if they were.
+    log_location: dict[str, str] | None = None
     # on_finish_action deleted the job.
     deleted: bool = False
 
@@ -81,7 +96,7 @@ def workspaces_of(job: Any) -> list[str]:
 
 
 def skip_reason(
-    job_id: str, outcomes: JobOutcomes, terminate_reason: str | None, blocked: bool, judging: Judging
+    job_id: str, outcomes: JobOutcomes, terminate_reason: str | None, blocked: bool, expectations: Expectations
 ) -> str | None:
     """Why the Airflow task is skipped: every task that failed exited with one of its skip codes, and the rest
     that did not succeed only ended (or never ran) because of them."""
@@ -89,7 +104,7 @@ def skip_reason(
     if not failed:
         return None
     for outcome in failed:
-        codes = judging.skip_codes(outcome.id)
+        codes = expectations.skip_codes(outcome.id)
         if outcome.exit_code is None or not codes or outcome.exit_code not in codes:
             return None
     consequences = outcomes.ended or outcomes.unfinished
@@ -109,7 +124,7 @@ def collect_result(
     failure_tail_lines: int,
     log: Any,
     unfinished_fail: bool = True,
-    judging: Judging | None = None,
+    expectations: Expectations | None = None,
 ) -> RunResult:
     """Read how the job ended, log its summary and cost, and say whether the run succeeded.
 
@@ -129,10 +144,12 @@ def collect_result(
         log.info("%s", line)
     if state.has_preparation:
         _warn_of_side_task_failures(hook, state, failure_tail_lines, log)
-    judging = judging or Judging()
+    expectations = expectations or Expectations()
     judged = outcomes if unfinished_fail else JobOutcomes(outcomes.listed, outcomes.failed, outcomes.total)
     failure = None
-    skipped = skip_reason(job_id, judged, reason, state.blocked is not None, judging) if judged.unsuccessful else None
+    skipped = (
+        skip_reason(job_id, judged, reason, state.blocked is not None, expectations) if judged.unsuccessful else None
+    )
     if judged.unsuccessful and skipped is None:
         failure = run_sync(
             failure_report(
@@ -142,11 +159,11 @@ def collect_result(
                 terminate_reason=reason,
                 log_location=state.log_location,
                 blocked=state.blocked,
-                fail_fast=judging.fail_fast,
+                fail_fast=expectations.fail_fast,
             ),
             hook,
         )
-    xcom = {
+    xcom: dict[str, Any] = {
         "job_id": job_id,
         "pool_id": state.pool_id,
         "job_state": enum_value(job.state) if job is not None else None,
@@ -157,7 +174,36 @@ def collect_result(
         "workspaces": workspaces_of(job),
         "cost": cost.to_json() if cost is not None else None,
     }
-    return RunResult(job_id, xcom, failure, skipped, total=outcomes.total, failed=len(outcomes.failed))
+    if failure is None and skipped is None:
+        failure = _add_results(hook, state, expectations, xcom)
+    return RunResult(
+        job_id,
+        xcom,
+        failure,
+        skipped,
+        total=outcomes.total,
+        failed=len(outcomes.failed),
+        log_location=state.log_location,
+    )
+
+
+def _add_results(hook: Any, state: WatchState, expectations: Expectations, xcom: dict[str, Any]) -> str | None:
+    """Put each task's result file into the XCom result (``results``; a single task's also as
+    ``return_value``); the failure if one cannot be read."""
+    wanted = expectations.result_files()
+    if not wanted:
+        return None
+    step = read_results(
+        state.job_id, wanted, max_bytes=config.get_int("max_result_bytes"), log_location=state.log_location
+    )
+    try:
+        results = run_sync(step, hook)
+    except ResultFileError as exc:
+        return str(exc)
+    xcom["results"] = results
+    if len(results) == 1 and state.expected_tasks == 1:
+        xcom["return_value"] = next(iter(results.values()))
+    return None
 
 
 def _warn_of_side_task_failures(hook: Any, state: WatchState, tail_lines: int, log: Any) -> None:

@@ -16,6 +16,7 @@ from airflow_provider_azbatch.submission.job_ids import default_job_id, task_ins
 from airflow_provider_azbatch.submission.prepare import registry_credentials, task_extras
 from airflow_provider_azbatch.submission.request import JobRequest
 from airflow_provider_azbatch.workspace.spec import METADATA_KEY as WORKSPACE_METADATA_KEY
+from airflow_provider_azbatch.workspace.staged_files import stage_files
 from airflow_provider_azbatch.workspace.staging import stage_workspaces
 
 
@@ -62,6 +63,7 @@ def build_submission(hook: Any, request: JobRequest, where: TaskInstanceRef, log
         checked.outputs,
         sas_lifetime,
     )
+    extras.files = stage_files(hook, request.files_for_tasks, sas_lifetime, log)
     extras.workspaces, packed = stage_workspaces(
         hook, [*specs, *side_tasks], checked.workspace, where.dag_folder, sas_lifetime, log
     )
@@ -104,4 +106,5 @@ def build_submission(hook: Any, request: JobRequest, where: TaskInstanceRef, log
         default_skip_codes=checked.skip_on_exit_code,
         job_preparation=checked.job_preparation,
         job_release=checked.job_release,
+        default_result_file=request.result_file,
     )

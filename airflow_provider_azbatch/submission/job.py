@@ -22,6 +22,7 @@ from airflow_provider_azbatch.submission.shell import shell_command
 from airflow_provider_azbatch.submission.tasks import DEFAULT_COORDINATION_COMMAND, TaskSpec
 from airflow_provider_azbatch.submission.validation import MAX_COMMAND_BYTES
 from airflow_provider_azbatch.workspace.delivery import StagedWorkspace
+from airflow_provider_azbatch.workspace.staged_files import StagedFile
 
 
 def _environment(variables: Mapping[str, str]) -> list[batch_models.EnvironmentSetting] | None:
@@ -39,6 +40,10 @@ def _command_line(task_id: str, field_name: str, script: str) -> str:
             f"{MAX_COMMAND_BYTES} bytes as one command: stage long scripts as a file (workspace=) and run that",
         )
     return command
+
+
+# Where result files are uploaded, under a task's uploaded logs.
+RESULT_FILES_DIR = "result"
 
 
 @dataclass
@@ -61,6 +66,8 @@ class TaskExtras:
     log_path: Callable[[str, str], str] | None = None
     # The staged workspace of each task that has one, by task id.
     workspaces: Mapping[str, StagedWorkspace] = field(default_factory=dict)
+    # Files for the tasks' working directories, staged in Blob (a TaskFlow function's call).
+    files: Sequence[StagedFile] = ()
 
     def container_settings(self, task_image: str | None) -> batch_models.BatchTaskContainerSettings | None:
         image = task_image or self.image
@@ -68,11 +75,18 @@ class TaskExtras:
             return None
         return container_settings(image, self.registry, self.container_run_options, self.container_working_directory)
 
-    def resource_files(self, task_inputs: Sequence[InputSpec]) -> list[batch_models.ResourceFile]:
-        return [spec.to_sdk(self.read_urls.get(spec.container or "")) for spec in (*self.inputs, *task_inputs)]
+    def resource_files(
+        self, task_inputs: Sequence[InputSpec], task_id: str | None = None
+    ) -> list[batch_models.ResourceFile]:
+        """The job's and the task's inputs, and the staged files that are the task's."""
+        files = [spec.to_sdk(self.read_urls.get(spec.container or "")) for spec in (*self.inputs, *task_inputs)]
+        if task_id is not None:
+            staged = (item for item in self.files if item.for_task(task_id))
+            files += [batch_models.ResourceFile(http_url=item.url, file_path=item.path) for item in staged]
+        return files
 
     def output_files(
-        self, job_id: str, task_id: str, task_outputs: Sequence[OutputSpec]
+        self, job_id: str, task_id: str, task_outputs: Sequence[OutputSpec], result_file: str | None = None
     ) -> list[batch_models.OutputFile]:
         files = []
         for spec in (*self.outputs, *task_outputs):
@@ -87,6 +101,16 @@ class TaskExtras:
                 upload="completion",
             )
             files.append(logs.to_sdk(self.write_urls.get(self.log_container), self.output_identity))
+            if result_file is not None:
+                # Beside the logs, so that it can be read once the node is gone (whatever the outcome: a
+                # TaskFlow function's result file also says how it failed).
+                result = OutputSpec(
+                    pattern=result_file,
+                    container=self.log_container,
+                    path=f"{self.log_path(job_id, task_id)}/{RESULT_FILES_DIR}/{result_file}",
+                    upload="completion",
+                )
+                files.append(result.to_sdk(self.write_urls.get(self.log_container), self.output_identity))
         return files
 
 
@@ -126,6 +150,10 @@ class JobSubmission:
     default_skip_codes: frozenset[int] | None = None
     job_preparation: JobSideTask | None = None
     job_release: JobSideTask | None = None
+    default_result_file: str | None = None
+
+    def result_file_of(self, task: TaskSpec) -> str | None:
+        return task.result_file if task.result_file is not None else self.default_result_file
 
     def exit_conditions_of(self, task: TaskSpec) -> ExitConditions | None:
         return task.exit_conditions if task.exit_conditions is not None else self.default_exit_conditions
@@ -235,7 +263,7 @@ class JobSubmission:
                 max_task_retry_count=retries, max_wall_clock_time=wall_clock
             )
         staged = extras.workspaces.get(task.id)
-        resource_files = extras.resource_files(task.inputs)
+        resource_files = extras.resource_files(task.inputs, task.id)
         multi = None
         command = task.command_line
         if task.num_nodes > 1:
@@ -264,7 +292,7 @@ class JobSubmission:
             multi_instance_settings=multi,
             container_settings=extras.container_settings(task.image),
             resource_files=resource_files or None,
-            output_files=extras.output_files(self.job_id, task.id, task.outputs) or None,
+            output_files=extras.output_files(self.job_id, task.id, task.outputs, self.result_file_of(task)) or None,
             user_identity=batch_models.UserIdentity(run_as.to_rest()) if run_as is not None else None,
             exit_conditions=self._exit_conditions(task, acts_on_job),
         )

@@ -8,7 +8,7 @@ runs) all of them, before anything is submitted.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -26,9 +26,12 @@ from airflow_provider_azbatch.submission.overrides import JOB_OVERRIDES, TASK_OV
 from airflow_provider_azbatch.submission.tasks import TaskSpec, parse_tasks
 from airflow_provider_azbatch.workspace.spec import METADATA_KEY as WORKSPACE_METADATA_KEY
 from airflow_provider_azbatch.workspace.spec import Workspace
+from airflow_provider_azbatch.workspace.staged_files import FileForTasks
 
 # Batch job priorities run from -1000 (lowest) to 1000; the service's default is 0.
 MIN_PRIORITY, MAX_PRIORITY = -1000, 1000
+# Result files read back into XCom, at most (the XCom result lists this many tasks).
+MAX_RESULT_FILES = 1000
 # Job metadata the provider writes itself.
 RESERVED_METADATA = (LogLocation.METADATA_KEY, WORKSPACE_METADATA_KEY, *TASK_INSTANCE_KEYS)
 
@@ -98,6 +101,9 @@ class JobRequest:
     skip_on_exit_code: Any = None
     job_preparation: Any = None
     job_release: Any = None
+    result_file: Any = None
+    # Files for the tasks' working directories (not a user's parameter: the TaskFlow decorator's call).
+    files_for_tasks: Sequence[FileForTasks] = ()
     # How errors name option fields: ``containers.image`` when given as objects, ``image`` when flat
     # (option group -> {field: parameter name}, or None).
     option_names: Mapping[str, Mapping[str, str] | None] = field(default_factory=dict)
@@ -142,6 +148,15 @@ class JobRequest:
             checked.job_release = JobSideTask.parse(self.job_release, RELEASE, "job_release")
         if self.job_release is not None and self.job_preparation is None:
             raise check.fail("job_release", "needs job_preparation: Batch runs a release task only with one")
+        check.relative_path(self.result_file, "result_file")
+        if checked.specs and self.names_result_files():
+            with_results = sum(1 for spec in checked.specs if spec.result_file or self.result_file)
+            if with_results > MAX_RESULT_FILES:
+                raise check.fail(
+                    "result_file",
+                    f"is read back for {with_results} tasks; at most {MAX_RESULT_FILES} tasks' result files fit "
+                    "in XCom: write results to Blob (outputs=) and reduce them in a task of their own",
+                )
         if self.priority is not None and ready(self.priority):
             checked.priority = priority(self.priority)
         checked.run_as = RunAs.parse(self.run_as, "run_as")
@@ -210,6 +225,16 @@ class JobRequest:
                         f"is set by the provider for task {spec.id!r} (its workspace reaches every node through "
                         "commonResourceFiles): give the files as inputs, or drop the workspace",
                     )
+
+    def names_result_files(self) -> bool:
+        """Some task has a result file (without reading every task spec)."""
+        if self.result_file is not None:
+            return True
+        tasks = self.tasks if isinstance(self.tasks, (list, tuple)) else ()
+        return any(
+            (task.get("result_file") if isinstance(task, Mapping) else getattr(task, "result_file", None))
+            for task in tasks
+        )
 
     def specs(self) -> list[TaskSpec]:
         fan_out = self.fan_out

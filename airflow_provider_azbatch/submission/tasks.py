@@ -34,6 +34,7 @@ TASK_FIELDS = (
     "overrides",
     "exit_conditions",
     "skip_on_exit_code",
+    "result_file",
 )
 # What a multi-node task's instances run before the primary's command when none is given.
 DEFAULT_COORDINATION_COMMAND = "true"
@@ -50,7 +51,8 @@ class TaskSpec:
     REST task fields merged over the generated task; see :mod:`airflow_provider_azbatch.submission.overrides`),
     ``exit_conditions`` (what its exit codes do to the job and its dependents; see
     :mod:`~airflow_provider_azbatch.submission.exit_conditions`), ``skip_on_exit_code`` (exit codes that skip the
-    Airflow task when they are the job's only failures)."""
+    Airflow task when they are the job's only failures), ``result_file`` (a JSON file the task writes in its
+    working directory, read back into the XCom result when the job succeeded)."""
 
     id: str
     command_line: str
@@ -70,6 +72,7 @@ class TaskSpec:
     overrides: Mapping[str, Any] = field(default_factory=dict)
     exit_conditions: ExitConditions | None = None
     skip_on_exit_code: frozenset[int] | None = None
+    result_file: str | None = None
 
     @classmethod
     def parse(cls, value: Any, where: str) -> TaskSpec:
@@ -122,6 +125,7 @@ class TaskSpec:
             overrides=TASK_OVERRIDES.check(value.get("overrides"), f"{where}.overrides"),
             exit_conditions=ExitConditions.parse(value.get("exit_conditions"), f"{where}.exit_conditions"),
             skip_on_exit_code=skip_codes(value.get("skip_on_exit_code"), f"{where}.skip_on_exit_code"),
+            result_file=check.relative_path(value.get("result_file"), f"{where}.result_file"),
         )
 
 

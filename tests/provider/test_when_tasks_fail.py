@@ -228,16 +228,18 @@ def test_skip_on_exit_code_skips_the_airflow_task_and_a_mixed_failure_still_fail
     assert "Task 'broken' failed with exit code 1" in error
 
 
+@pytest.mark.parametrize("deferrable", MODES)
 def test_a_failing_preparation_task_ends_the_wait_naming_it_and_its_stderr(
-    airflow_db, azbatch_default, shared_pool, batch_client
+    airflow_db, azbatch_default, shared_pool, batch_client, deferrable
 ):
-    with DAG("failing_preparation", schedule=None, start_date=START) as dag:
+    with DAG(f"failing_preparation_{deferrable}", schedule=None, start_date=START) as dag:
         AzureBatchJobOperator(
             task_id="prepared",
             pool_id=shared_pool,
             tasks=[{"id": f"work-{n}", "command_line": "echo should not run"} for n in range(3)],
             job_preparation={"command": "echo fetching; echo 'prep: dataset missing' >&2; exit 2", "max_retries": 1},
             poll_interval=POLL,
+            deferrable=deferrable,
         )
     run, logs = run_dag(dag)
     assert run.get_task_instance("prepared").state == "failed"

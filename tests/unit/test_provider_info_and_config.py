@@ -92,6 +92,7 @@ def test_every_config_option_is_documented(info):
         "default_conn_id",
         "poll_interval",
         "fail_fast",
+        "max_result_bytes",
         "stream_task_output",
         "max_streamed_tasks",
         "failure_tail_lines",

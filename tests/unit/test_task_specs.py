@@ -76,6 +76,7 @@ def test_task_fields():
         "overrides",
         "exit_conditions",
         "skip_on_exit_code",
+        "result_file",
     )
 
 
