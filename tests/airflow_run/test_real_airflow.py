@@ -279,10 +279,9 @@ def test_the_connection_form_as_the_ui_receives_it_shows_no_null(cluster):
 def test_a_deferred_taskflow_function_returns_what_the_dag_branches_on(cluster):
     run_id = cluster.trigger("azbatch_taskflow")
     wait_until(lambda: cluster.run_state("azbatch_taskflow", run_id) in ("success", "failed"), timeout=240, interval=1)
-    assert cluster.run_state("azbatch_taskflow", run_id) == "success"
     states = {task: cluster.task_state("azbatch_taskflow", run_id, task) for task in ("evaluate", "ship", "stop")}
-    assert states == {"evaluate": "success", "ship": "success", "stop": "skipped"}
     log = cluster.task_log("azbatch_taskflow", run_id, "evaluate")
+    assert states == {"evaluate": "success", "ship": "success", "stop": "skipped"}, "\n".join(log[-40:])
     # Its output streamed while deferred, each line once.
     assert [line for line in log if line.startswith("[main] evaluating step ")] == [
         f"[main] evaluating step {step}/8" for step in range(1, 9)
