@@ -9,20 +9,24 @@ from typing import Any
 
 
 def sync_dag_to_db(dag: Any, bundle_name: str = "dags-folder") -> None:
-    """Airflow 3.3 refuses ``dag.test()`` for a DAG that was never serialized (built in a test)."""
+    """Airflow 3.1+ refuses ``dag.test()`` for a DAG that was never serialized (built in a test)."""
     from airflow.models.dagbundle import DagBundleModel
     from airflow.models.serialized_dag import SerializedDagModel
-    from airflow.serialization.definitions.dag import SerializedDAG
-    from airflow.serialization.serialized_objects import DagSerialization, LazyDeserializedDAG
+    from airflow.serialization.serialized_objects import LazyDeserializedDAG
     from airflow.utils.session import create_session
+
+    if not hasattr(LazyDeserializedDAG, "from_dag"):  # 3.0: dag.test() serializes the DAG itself
+        return
+    try:  # 3.2+
+        from airflow.serialization.definitions.dag import SerializedDAG
+    except ImportError:  # 3.1
+        from airflow.serialization.serialized_objects import SerializedDAG
 
     with create_session() as session:
         session.merge(DagBundleModel(name=bundle_name))
         session.flush()
         SerializedDAG.bulk_write_to_db(bundle_name, None, [dag], session=session)
-        SerializedDagModel.write_dag(
-            LazyDeserializedDAG(data=DagSerialization.to_dict(dag)), bundle_name, None, session=session
-        )
+        SerializedDagModel.write_dag(LazyDeserializedDAG.from_dag(dag), bundle_name, None, session=session)
 
 
 @contextmanager

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
-from airflow.sdk.exceptions import AirflowException, AirflowTaskTimeout, TaskDeferralError, TaskDeferralTimeout
 
 from airflow_provider_azbatch import config
+from airflow_provider_azbatch.compat import AirflowException, AirflowTaskTimeout, TaskDeferralError, TaskDeferralTimeout
 from airflow_provider_azbatch.compute import load_catalog
 from airflow_provider_azbatch.enums import enum_value
 from airflow_provider_azbatch.exceptions import AzureBatchValidationError, QuotaReachedError
@@ -100,7 +100,7 @@ def _workspaces(job: Any) -> list[str]:
 
 
 def _default_deferrable() -> bool:
-    from airflow.sdk import conf
+    from airflow_provider_azbatch.compat import conf
 
     return conf.getboolean("operators", "default_deferrable", fallback=False)
 
