@@ -96,6 +96,20 @@ CONNECTION_FORM_FIELDS: bool = AIRFLOW_V_3_2_PLUS
 PROVIDER_CLI: bool = AIRFLOW_V_3_2_PLUS
 
 
+# -- logs ----------------------------------------------------------------------------------------------
+
+
+def named_logger(name: str) -> Any:
+    """A structlog logger whose lines carry ``name`` as their source (the log view's "Sources" filter).
+
+    Airflow 3.1+ takes a line's ``logger`` from the logger's name or a bound ``logger_name``; 3.0 only from
+    ``logger_name`` (without it the triggerer's lines have no source).
+    """
+    import structlog
+
+    return structlog.get_logger(name, logger_name=name)
+
+
 # -- metrics -------------------------------------------------------------------------------------------
 
 
@@ -222,6 +236,7 @@ __all__ = [
     "aset_xcom",
     "conf",
     "incr_metric",
+    "named_logger",
     "off_trigger_loop",
     "redirect_stdout_log_handlers_to_stderr",
 ]
