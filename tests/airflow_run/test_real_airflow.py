@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 DAG_ID = "example_azbatch_deferrable"
 STEP = re.compile(r"^\[train\] step (\d+)/(\d+) loss \d+$")
 # What the triggerer logs when it stops a trigger that sent no event (3.0: "trigger ... completed").
-TRIGGER_ENDED = re.compile(r"^trigger .* (completed|cancelled)|.*[Cc]ancel")
+TRIGGER_ENDED = re.compile(r"^trigger\b.*\b(completed|cancelled)\b", re.IGNORECASE)
 
 
 @pytest.fixture(scope="module")
