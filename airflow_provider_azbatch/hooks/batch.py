@@ -47,19 +47,27 @@ from airflow_provider_azbatch.hooks.errors import (
 )
 from airflow_provider_azbatch.hooks.storage import BlobStorage, LogLocation
 from airflow_provider_azbatch.hooks.translate import (
+    ACTIVE_FILTER,
+    ACTIVE_SELECT,
+    FAILED_FILTER,
+    FAILED_SELECT,
     NODE_TIMES_SELECT,
     OUTCOME_SELECT,
     POOL_SELECT,
+    active_task_of,
     counts_of,
+    failed_task_of,
     file_info,
     id_filter,
     job_status_of,
     node_times_of,
+    side_task_runs_of,
     state_filter,
     tail_range,
 )
 from airflow_provider_azbatch.results.outcomes import TaskOutcome
 from airflow_provider_azbatch.retries import Backoff
+from airflow_provider_azbatch.watching.blocking import ActiveTask, FailedTask, SideTaskRun
 from airflow_provider_azbatch.watching.state import FileEnd, FileInfo, JobStatus, NodeTimes, TaskCounts
 
 # azure-core logs every request and response at INFO; in a task log that drowns the task's output.
@@ -191,6 +199,21 @@ class AzureBatchHook(BaseHook):
             return [node_times_of(node) for node in self.client.list_nodes(pool_id, select=NODE_TIMES_SELECT)]
         except ResourceNotFoundError:
             return None
+
+    def list_active_dependencies(self, job_id: str) -> list[ActiveTask]:
+        """The job's active tasks with what they depend on."""
+        tasks = self.client.list_tasks(job_id, filter=ACTIVE_FILTER, select=ACTIVE_SELECT)
+        return [active_task_of(task) for task in tasks]
+
+    def list_failed_tasks(self, job_id: str) -> list[FailedTask]:
+        """The job's tasks that completed with a failure, with their exit conditions."""
+        tasks = self.client.list_tasks(job_id, filter=FAILED_FILTER, select=FAILED_SELECT)
+        return [failed_task_of(task) for task in tasks]
+
+    def list_preparation_status(self, job_id: str) -> list[SideTaskRun]:
+        """Every run of the job's preparation and release tasks, one per node and kind."""
+        statuses = self.client.list_job_preparation_and_release_task_status(job_id)
+        return [run for status in statuses for run in side_task_runs_of(status)]
 
     # -- jobs ---------------------------------------------------------------------------------------
     def get_job(self, job_id: str, select: Sequence[str] | None = None) -> batch_models.BatchJob | None:

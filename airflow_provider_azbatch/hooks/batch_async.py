@@ -34,16 +34,24 @@ from airflow_provider_azbatch.hooks.credentials import BATCH_API_VERSION, build_
 from airflow_provider_azbatch.hooks.errors import error_code
 from airflow_provider_azbatch.hooks.storage import BlobStorage, LogLocation
 from airflow_provider_azbatch.hooks.translate import (
+    ACTIVE_FILTER,
+    ACTIVE_SELECT,
+    FAILED_FILTER,
+    FAILED_SELECT,
     NODE_TIMES_SELECT,
     POOL_SELECT,
+    active_task_of,
     counts_from_wire,
+    failed_task_of,
     file_info_from_wire,
     id_filter,
     job_status_of,
     node_times_of,
+    side_task_runs_of,
     state_filter,
     tail_range,
 )
+from airflow_provider_azbatch.watching.blocking import ActiveTask, FailedTask, SideTaskRun
 from airflow_provider_azbatch.watching.state import FileEnd, FileInfo, JobStatus, NodeTimes, TaskCounts
 
 # What the SDK's generated operations raise for these statuses (the others: HttpResponseError).
@@ -240,6 +248,18 @@ class AzureBatchAsyncHook(BaseHook):
             return [node_times_of(n) async for n in self.client.list_nodes(pool_id, select=NODE_TIMES_SELECT)]
         except ResourceNotFoundError:
             return None
+
+    async def list_active_dependencies(self, job_id: str) -> list[ActiveTask]:
+        tasks = self.client.list_tasks(job_id, filter=ACTIVE_FILTER, select=ACTIVE_SELECT)
+        return [active_task_of(task) async for task in tasks]
+
+    async def list_failed_tasks(self, job_id: str) -> list[FailedTask]:
+        tasks = self.client.list_tasks(job_id, filter=FAILED_FILTER, select=FAILED_SELECT)
+        return [failed_task_of(task) async for task in tasks]
+
+    async def list_preparation_status(self, job_id: str) -> list[SideTaskRun]:
+        statuses = self.client.list_job_preparation_and_release_task_status(job_id)
+        return [run async for status in statuses for run in side_task_runs_of(status)]
 
     # -- the one write a trigger makes ------------------------------------------------------------------
     async def terminate_job(self, job_id: str, reason: str) -> bool:

@@ -10,6 +10,7 @@ from typing import Any
 
 from airflow_provider_azbatch.submission import validation as check
 from airflow_provider_azbatch.submission.blob_io import InputSpec, OutputSpec, parse_inputs, parse_outputs
+from airflow_provider_azbatch.submission.exit_conditions import ExitConditions, skip_codes
 from airflow_provider_azbatch.workspace.spec import Workspace
 
 TASK_FIELDS = (
@@ -27,6 +28,9 @@ TASK_FIELDS = (
     "inputs",
     "outputs",
     "workspace",
+    "exit_conditions",
+    "skip_on_exit_code",
+    "result_file",
 )
 # What a multi-node task's instances run before the primary's command when none is given.
 DEFAULT_COORDINATION_COMMAND = "true"
@@ -38,7 +42,11 @@ class TaskSpec:
     ``environment``, ``max_retries``, ``max_wall_clock`` (timedelta or seconds), ``depends_on`` (ids),
     ``required_slots``, ``display_name``, ``image`` (run in this container image), ``num_nodes`` with
     ``coordination_command`` (a multi-node task), ``inputs`` and ``outputs`` (Blob; see blob_io),
-    ``workspace`` (a local directory unpacked into ``workspace/``; see :mod:`airflow_provider_azbatch.workspace`)."""
+    ``workspace`` (a local directory unpacked into ``workspace/``; see :mod:`airflow_provider_azbatch.workspace`),
+    ``exit_conditions`` (what its exit codes do to the job and its dependents; see
+    :mod:`~airflow_provider_azbatch.submission.exit_conditions`), ``skip_on_exit_code`` (exit codes that skip the
+    Airflow task when they are the job's only failures), ``result_file`` (a JSON file the task writes in its
+    working directory, read back into the XCom result when the job succeeded)."""
 
     id: str
     command_line: str
@@ -54,6 +62,9 @@ class TaskSpec:
     inputs: tuple[InputSpec, ...] = ()
     outputs: tuple[OutputSpec, ...] = ()
     workspace: Workspace | None = None
+    exit_conditions: ExitConditions | None = None
+    skip_on_exit_code: frozenset[int] | None = None
+    result_file: str | None = None
 
     @classmethod
     def parse(cls, value: Any, where: str) -> TaskSpec:
@@ -102,6 +113,9 @@ class TaskSpec:
             inputs=parse_inputs(value.get("inputs"), f"{where}.inputs"),
             outputs=parse_outputs(value.get("outputs"), f"{where}.outputs"),
             workspace=Workspace.parse(value.get("workspace"), f"{where}.workspace"),
+            exit_conditions=ExitConditions.parse(value.get("exit_conditions"), f"{where}.exit_conditions"),
+            skip_on_exit_code=skip_codes(value.get("skip_on_exit_code"), f"{where}.skip_on_exit_code"),
+            result_file=check.relative_path(value.get("result_file"), f"{where}.result_file"),
         )
 
 

@@ -46,7 +46,15 @@ def statsd():
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory, batch, statsd):
+def storage():
+    from tests.azurite import run_azurite
+
+    with run_azurite() as service:
+        yield service
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory, batch, storage, statsd):
     # The deployment's DAGs: the example deferrable DAG and the checks in tests/airflow_run/dags.
     dags = tmp_path_factory.mktemp("dags")
     shutil.copy(ROOT / "example_dags" / f"{DAG_ID}.py", dags)
@@ -61,14 +69,22 @@ def cluster(tmp_path_factory, batch, statsd):
         tmp_path_factory.mktemp("airflow-run"),
         dags,
         {
-            "AIRFLOW_CONN_AZBATCH_DEFAULT": azbatch_connection_json(batch),
+            "AIRFLOW_CONN_AZBATCH_DEFAULT": azbatch_connection_json(
+                batch, storage_account_url=storage.url, storage_account_key=storage.key
+            ),
             "AIRFLOW_CONN_TEST_REGISTRY": json.dumps(registry),
             **statsd.airflow_env,
         },
     )
     try:
         cluster.start()
-        for dag_id in (DAG_ID, "azbatch_shared_pool_race", "azbatch_registry_secret", "azbatch_deferral_timeout"):
+        for dag_id in (
+            DAG_ID,
+            "azbatch_shared_pool_race",
+            "azbatch_registry_secret",
+            "azbatch_deferral_timeout",
+            "azbatch_taskflow",
+        ):
             cluster.wait_for_dag(dag_id)
         yield cluster
     finally:
@@ -295,3 +311,18 @@ def test_the_connection_form_as_the_ui_receives_it_shows_no_null(cluster):
     }
     assert {name: fields[name]["value"] for name in choices} == {"auth_method": "auto", "cloud": "public"}
     assert fields["account_url"]["schema"]["type"] == "string"  # required in the form
+
+
+def test_a_deferred_taskflow_function_returns_what_the_dag_branches_on(cluster):
+    run_id = cluster.trigger("azbatch_taskflow")
+    wait_until(lambda: cluster.run_state("azbatch_taskflow", run_id) in ("success", "failed"), timeout=240, interval=1)
+    assert cluster.run_state("azbatch_taskflow", run_id) == "success"
+    states = {task: cluster.task_state("azbatch_taskflow", run_id, task) for task in ("evaluate", "ship", "stop")}
+    assert states == {"evaluate": "success", "ship": "success", "stop": "skipped"}
+    log = cluster.task_log("azbatch_taskflow", run_id, "evaluate")
+    # Its output streamed while deferred, each line once.
+    assert [line for line in log if line.startswith("[main] evaluating step ")] == [
+        f"[main] evaluating step {step}/8" for step in range(1, 9)
+    ]
+    assert cluster.xcom("azbatch_taskflow", run_id, "evaluate", "run") == run_id
+    assert cluster.xcom("azbatch_taskflow", run_id, "ship") == "shipping with score 0.9"

@@ -67,7 +67,8 @@ def test_the_readme_table_says_what_this_line_does():
 
 
 def test_exceptions_are_the_classes_airflow_raises_on_this_line():
-    names = ["AirflowException", "AirflowFailException", "AirflowNotFoundException", "AirflowTaskTimeout"]
+    names = ["AirflowException", "AirflowFailException", "AirflowNotFoundException", "AirflowSkipException"]
+    names += ["AirflowTaskTimeout"]
     names += ["TaskDeferralError", "TaskDeferralTimeout"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # airflow.exceptions is the old home on 3.2+

@@ -72,6 +72,9 @@ def test_task_fields():
         "inputs",
         "outputs",
         "workspace",
+        "exit_conditions",
+        "skip_on_exit_code",
+        "result_file",
     )
 
 

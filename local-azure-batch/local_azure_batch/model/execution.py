@@ -15,7 +15,16 @@ from .job_operations import JobOperations
 from .job_side_tasks import JobSideTasks
 from .node_commands import node_process
 from .pools import ComputeNode
-from .tasks import ACTIVE, COORDINATION_FAILED, RUNNING, TASK_ENDED, WALL_CLOCK_EXCEEDED, Task, launch_failure
+from .tasks import (
+    ACTIVE,
+    COORDINATION_FAILED,
+    RUNNING,
+    TASK_ENDED,
+    WALL_CLOCK_EXCEEDED,
+    Task,
+    container_preamble,
+    launch_failure,
+)
 
 log = logging.getLogger(__name__)
 
@@ -106,13 +115,7 @@ class Execution:
             variables["AZ_BATCH_JOB_PREP_DIR"] = str(prep_dir)
             variables["AZ_BATCH_JOB_PREP_WORKING_DIR"] = str(prep_dir / "wd")
         variables.update(extra or {})
-        preamble = None
-        container = task.spec.get("containerSettings")
-        if container and not append:
-            preamble = (
-                f"[local Batch service] containerSettings.imageName={container.get('imageName')!s}: no container "
-                "engine is used here; the command runs on the host.\n"
-            )
+        preamble = None if append else container_preamble(task.spec.get("containerSettings"))
         return node_process(
             self.account,
             node,

@@ -229,7 +229,8 @@ class JobOperations:
         job = task.job
         job.change_task_state(task, COMPLETED)
         release_waiting(job)
-        if task.execution.get("result") == "failure" and job.state == ACTIVE_JOB:
+        if job.state == ACTIVE_JOB:
+            # A success acts on the job too when an exitCodes entry for its code (0) says so.
             action = task.exit_options().get("jobAction", "none")
             if action == "terminate":
                 self.begin_terminate(job, "TaskFailed")
