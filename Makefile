@@ -55,8 +55,9 @@ COMPAT_TEST_PATH := PATH="$(CURDIR)/$(COMPAT_BIN):$(CURDIR)/node_modules/.bin:$$
 COMPAT_UNIT_TESTS ?= tests/unit tests/compute tests/lines \
 	tests/provider/test_reattach_and_sensor.py::test_a_later_try_reattaches_to_the_running_job
 EXAMPLES ?= example_azbatch_hello example_azbatch_deferrable
-# Scheduler + triggerer: the deferrable example's output in the task log (and its metric), and each feature
-# that differs between lines: log sources, the deferred kill, checkpoints across a triggerer restart, the form.
+# Scheduler + triggerer (and Azurite, the cluster's storage): the deferrable example's output in the task log
+# (and its metric), and each feature that differs between lines: log sources, the deferred kill, checkpoints
+# across a triggerer restart, the connection form.
 REAL_AIRFLOW := tests/airflow_run/test_real_airflow.py
 COMPAT_DEPLOYMENT_TESTS ?= $(REAL_AIRFLOW)::test_output_streams_while_deferred_and_appears_once \
 	$(REAL_AIRFLOW)::test_first_output_appears_within_a_poll_of_the_trigger_start \
@@ -81,7 +82,7 @@ compat-unit: $(COMPAT_STAMP)
 compat-examples: $(COMPAT_STAMP)
 	$(COMPAT_BIN)/python scripts/demo.py --home .demo-$(LINE) $(EXAMPLES)
 
-compat-deployment: $(COMPAT_STAMP)
+compat-deployment: $(COMPAT_STAMP) $(AZURITE)
 	$(COMPAT_TEST_PATH) $(COMPAT_PYTEST) $(COMPAT_DEPLOYMENT_TESTS)
 
 compat: compat-unit compat-examples compat-deployment
