@@ -11,20 +11,21 @@ provider does instead; ``tests/lines`` checks each of those statements on the li
 from __future__ import annotations
 
 import logging
+import re
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from airflow import __version__ as AIRFLOW_VERSION
 from airflow.triggers.base import BaseTrigger
-from packaging.version import Version
 
 T = TypeVar("T")
 
-_BASE_VERSION = Version(Version(AIRFLOW_VERSION).base_version)
-AIRFLOW_V_3_1_PLUS = Version("3.1.0") <= _BASE_VERSION
-AIRFLOW_V_3_2_PLUS = Version("3.2.0") <= _BASE_VERSION
-AIRFLOW_V_3_3_PLUS = Version("3.3.0") <= _BASE_VERSION
+# (major, minor) of the running Airflow: "3.1.8", "3.2.0rc1" and "3.3.0.dev0" are (3, 1), (3, 2), (3, 3).
+_LINE = tuple(int(part) for part in re.match(r"(\d+)\.(\d+)", AIRFLOW_VERSION).groups())  # type: ignore[union-attr]
+AIRFLOW_V_3_1_PLUS = _LINE >= (3, 1)
+AIRFLOW_V_3_2_PLUS = _LINE >= (3, 2)
+AIRFLOW_V_3_3_PLUS = _LINE >= (3, 3)
 
 if TYPE_CHECKING:
     from airflow.sdk import BaseHook, conf
