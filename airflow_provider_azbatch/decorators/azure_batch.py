@@ -30,9 +30,9 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from airflow.sdk.bases.decorator import DecoratedOperator, TaskDecorator, task_decorator_factory
-from airflow.sdk.exceptions import AirflowException
 
 from airflow_provider_azbatch import config
+from airflow_provider_azbatch.compat import AirflowException
 from airflow_provider_azbatch.operators.job import AzureBatchJobOperator
 from airflow_provider_azbatch.results.task_results import read_results
 from airflow_provider_azbatch.runs import RunResult

@@ -16,7 +16,6 @@ from functools import cached_property
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from airflow.sdk import BaseHook
 from azure.batch import BatchClient
 from azure.batch import models as batch_models
 
@@ -32,6 +31,7 @@ from azure.core.exceptions import (
 )
 
 from airflow_provider_azbatch import config
+from airflow_provider_azbatch.compat import BaseHook
 from airflow_provider_azbatch.enums import enum_value
 from airflow_provider_azbatch.exceptions import QuotaReachedError, SubmissionStepError
 from airflow_provider_azbatch.hooks.connection import BatchConnectionSettings, ConnectionConfigError, load_settings

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
-from airflow.sdk import BaseHook
 from azure.batch.models import BatchError
 from azure.core.exceptions import (
     ClientAuthenticationError,
@@ -27,6 +26,7 @@ from azure.core.exceptions import (
 from azure.core.rest import HttpRequest
 
 from airflow_provider_azbatch import config
+from airflow_provider_azbatch.compat import BaseHook, aget_connection, off_trigger_loop
 from airflow_provider_azbatch.enums import enum_value
 from airflow_provider_azbatch.hooks.batch import JOB_ENDED_CODES
 from airflow_provider_azbatch.hooks.connection import BatchConnectionSettings, load_settings
@@ -126,7 +126,7 @@ class AzureBatchAsyncHook(BaseHook):
         """The connection's settings, read without blocking the event loop."""
         if self._lease is not None:
             return self._lease.settings
-        return load_settings(await BaseHook.aget_connection(self.azbatch_conn_id))
+        return await off_trigger_loop(load_settings, await aget_connection(self.azbatch_conn_id))
 
     @contextlib.asynccontextmanager
     async def connected(self) -> AsyncIterator[AzureBatchAsyncHook]:

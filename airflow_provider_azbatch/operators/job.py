@@ -15,9 +15,14 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
-from airflow.sdk.exceptions import AirflowException, AirflowSkipException, TaskDeferralError, TaskDeferralTimeout
 
 from airflow_provider_azbatch import config
+from airflow_provider_azbatch.compat import (
+    AirflowException,
+    AirflowSkipException,
+    TaskDeferralError,
+    TaskDeferralTimeout,
+)
 from airflow_provider_azbatch.exceptions import QuotaReachedError
 from airflow_provider_azbatch.hooks.batch import AzureBatchHook
 from airflow_provider_azbatch.links.job import LINK_XCOM_KEY, AzureBatchJobLink, link_data
@@ -49,7 +54,7 @@ _FLAT_NAMES = {"run_options": "container_run_options", "working_directory": "con
 
 
 def _default_deferrable() -> bool:
-    from airflow.sdk import conf
+    from airflow_provider_azbatch.compat import conf
 
     return conf.getboolean("operators", "default_deferrable", fallback=False)
 

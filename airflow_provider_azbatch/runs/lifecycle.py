@@ -15,9 +15,8 @@ from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
 
-from airflow.sdk.exceptions import AirflowException, AirflowTaskTimeout
-
 from airflow_provider_azbatch import config
+from airflow_provider_azbatch.compat import AirflowException, AirflowTaskTimeout
 from airflow_provider_azbatch.exceptions import AzureBatchValidationError, QuotaReachedError
 from airflow_provider_azbatch.hooks.batch import AzureBatchHook
 from airflow_provider_azbatch.hooks.errors import describe_error, is_auth_failure

@@ -13,9 +13,9 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseSensorOperator
-from airflow.sdk.exceptions import AirflowException
 
 from airflow_provider_azbatch import config
+from airflow_provider_azbatch.compat import AirflowException
 from airflow_provider_azbatch.hooks.batch import AzureBatchHook
 from airflow_provider_azbatch.hooks.storage import LogLocation
 from airflow_provider_azbatch.runs import JobRun, RunSettings
@@ -59,7 +59,7 @@ class AzureBatchJobSensor(BaseSensorOperator):
         max_outage: float = DEFAULT_MAX_OUTAGE_SECONDS,
         **kwargs: Any,
     ) -> None:
-        from airflow.sdk import conf
+        from airflow_provider_azbatch.compat import conf
 
         kwargs.setdefault("poke_interval", config.get_float("poll_interval"))
         super().__init__(**kwargs)
