@@ -50,10 +50,13 @@ COMPAT_VENV := .venv-$(LINE)
 COMPAT_BIN := $(COMPAT_VENV)/bin
 COMPAT_STAMP := $(COMPAT_VENV)/.installed
 COMPAT_TEST_PATH := PATH="$(CURDIR)/$(COMPAT_BIN):$(CURDIR)/node_modules/.bin:$$PATH"
-# Pure logic, what differs between lines (one process each), and a retry reattaching without 3.3's task
-# state store.
+# Pure logic, what differs between lines (one process each), a retry reattaching without 3.3's task state
+# store, and what ends a wait when tasks fail (a skipped task, blocked dependents) with each line's exceptions.
+WHEN_TASKS_FAIL := tests/provider/test_when_tasks_fail.py
 COMPAT_UNIT_TESTS ?= tests/unit tests/compute tests/lines \
-	tests/provider/test_reattach_and_sensor.py::test_a_later_try_reattaches_to_the_running_job
+	tests/provider/test_reattach_and_sensor.py::test_a_later_try_reattaches_to_the_running_job \
+	"$(WHEN_TASKS_FAIL)::test_a_task_waiting_on_a_failed_task_ends_the_wait_naming_both[sync]" \
+	"$(WHEN_TASKS_FAIL)::test_skip_on_exit_code_skips_the_airflow_task_and_a_mixed_failure_still_fails[sync]"
 EXAMPLES ?= example_azbatch_hello example_azbatch_deferrable
 # Scheduler + triggerer (and Azurite, the cluster's storage): the deferrable example's output in the task log
 # (and its metric), a deferred @task.azure_batch function, and each feature that differs between lines: log
