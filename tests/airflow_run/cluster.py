@@ -61,6 +61,8 @@ class AirflowCluster:
                 "AIRFLOW__API__HOST": "127.0.0.1",
                 "AIRFLOW__API_AUTH__JWT_SECRET": "airflow-run-test-jwt-secret-that-is-long-enough",
                 "AIRFLOW__API__SECRET_KEY": "airflow-run-test-secret",
+                # Airflow 3.0-3.2 refuse `?deserialize=true` on XCom entries unless this is on.
+                "AIRFLOW__API__ENABLE_XCOM_DESERIALIZE_SUPPORT": "True",
                 "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db",
                 "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(_free_port()),
                 "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(_free_port()),
