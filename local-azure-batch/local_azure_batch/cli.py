@@ -60,6 +60,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--sp-certificate", type=Path, help="PEM certificate accepted for the development service principal"
     )
     parser.add_argument("--quiet", action="store_true", help="do not log requests")
+    parser.add_argument(
+        "--request-log",
+        type=_non_negative_int,
+        default=100_000,
+        metavar="N",
+        help="keep the last N requests for GET /_emulator/requests (default 100000; 0: none)",
+    )
     return parser
 
 
@@ -98,6 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         pool_quota=args.pool_quota,
         sp_certificate=args.sp_certificate,
         log_requests=not args.quiet,
+        request_log_size=args.request_log,
     )
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stdout)
     try:
