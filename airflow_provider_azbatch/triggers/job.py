@@ -53,7 +53,7 @@ from airflow_provider_azbatch.hooks.batch_async import AzureBatchAsyncHook
 from airflow_provider_azbatch.hooks.errors import describe_error
 from airflow_provider_azbatch.pools.health import PoolProblem
 from airflow_provider_azbatch.watching.budget import TokenBucket
-from airflow_provider_azbatch.watching.core import JobWatcher
+from airflow_provider_azbatch.watching.core import Emit, JobWatcher
 from airflow_provider_azbatch.watching.drivers import run_async
 from airflow_provider_azbatch.watching.outages import DEFAULT_MAX_OUTAGE_SECONDS, OutagePolicy, WaitFailed
 from airflow_provider_azbatch.watching.output_log import log_emitter
@@ -102,6 +102,31 @@ def _health_check_threshold() -> float:
         return conf.getfloat("triggerer", "triggerer_health_check_threshold", fallback=30.0)
     except Exception:  # outside an Airflow installation, or an unreadable value: Airflow's default
         return 30.0
+
+
+class PollLines:
+    """The output lines of the poll in progress, shown once it is known not to be the last.
+
+    Those of the last poll (the one that finds the job over) are left to the task, which shows them when it
+    resumes from the event's state (read before that poll): a triggerer that has not written a trigger's last
+    lines to the task's log when it learns that the trigger is over writes them to its own log instead
+    (Airflow 3.3.2 closes the task's trigger log then), where the task's log does not show them.
+    """
+
+    def __init__(self, emit: Emit) -> None:
+        self._emit = emit
+        self._held: list[tuple[str | None, str]] = []
+
+    def __call__(self, task_id: str | None, line: str) -> None:
+        self._held.append((task_id, line))
+
+    def show(self) -> None:
+        for task_id, line in self._held:
+            self._emit(task_id, line)
+        self._held.clear()
+
+    def drop(self) -> None:
+        self._held.clear()
 
 
 class Checkpoints:
@@ -214,6 +239,8 @@ class AzureBatchJobTrigger(BaseTrigger):
         self.terminate_on_kill = terminate_on_kill
         self.deferred_at = deferred_at
         self._state: WatchState | None = None  # the watch's state now (it changes if it catches up)
+        self._shown: dict[str, Any] | None = None  # its state after the last poll whose lines were shown
+        self._lines: PollLines | None = None
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
@@ -236,9 +263,11 @@ class AzureBatchJobTrigger(BaseTrigger):
         return str(self.watch_state["job_id"])
 
     def _watcher(self, state: WatchState) -> JobWatcher:
+        if self._lines is None:
+            self._lines = PollLines(log_emitter(self.log))
         return JobWatcher(
             state,
-            log_emitter(self.log),
+            self._lines,
             stream_output=self.stream_output,
             poll_interval=self.poll_interval,
             max_read_bytes=self.max_read_bytes,
@@ -269,9 +298,13 @@ class AzureBatchJobTrigger(BaseTrigger):
                     async with _until(self.deadline):
                         event = await self._watch(watcher, hook, checkpoints, stall)
                 except asyncio.TimeoutError:  # the deadline's, only: _watch turns its own errors into events
-                    event = self._event("timeout", self._state or watcher.state)
+                    # A poll cut short shows nothing: the task shows it (from the state its lines were not in).
+                    self._drop_poll_lines()
+                    event = self._event("timeout", self._shown or watcher.state.to_json())
         except asyncio.CancelledError:
-            # Triggerer shutdown or redistribution (or the task was killed): keep what was shown.
+            # Triggerer shutdown or redistribution (or the task was killed): keep what was shown. The lines of a
+            # poll cut short are not: the last offered state, which the final checkpoint writes, has not them.
+            self._drop_poll_lines()
             await checkpoints.close(final=True)
             raise
         await checkpoints.close(final=False)
@@ -284,6 +317,9 @@ class AzureBatchJobTrigger(BaseTrigger):
         than ``stall`` seconds late (or after one that took that long) first catches up with a checkpoint
         another trigger wrote meanwhile."""
         self._state = state = watcher.state
+        self._shown = state.to_json()
+        lines = self._lines
+        assert lines is not None
         policy = OutagePolicy(self.job_id, self.max_outage)
         limit = asyncio.Semaphore(STEP_CONCURRENCY)
         wake_at = time.time()
@@ -296,13 +332,16 @@ class AzureBatchJobTrigger(BaseTrigger):
                 if taken_over is not None:
                     watcher = self._watcher(taken_over)
                     self._state = state = watcher.state
-                    checkpoints.offer(state.to_json(), written=True)
+                    self._shown = state.to_json()
+                    checkpoints.offer(self._shown, written=True)
             try:
                 done = await run_async(watcher.step(time.time()), hook, limit)
                 overran = time.time() - started
             except PoolProblem as problem:
+                lines.show()
                 return self._error(state, str(problem), permanent=True, pool_problem=True)
             except Exception as exc:
+                lines.show()  # what the poll read before its error is in the state
                 try:
                     delay = policy.delay_after(exc, time.monotonic())
                 except WaitFailed as failed:
@@ -314,11 +353,18 @@ class AzureBatchJobTrigger(BaseTrigger):
                 await asyncio.sleep(delay)
                 continue
             policy.succeeded()
-            checkpoints.offer(state.to_json())
             if done:
-                return self._event("done", state)
+                lines.drop()  # the task shows them (see PollLines)
+                return self._event("done", self._shown)
+            lines.show()
+            self._shown = state.to_json()
+            checkpoints.offer(self._shown)
             wake_at = time.time() + self.poll_interval
             await asyncio.sleep(self.poll_interval)
+
+    def _drop_poll_lines(self) -> None:
+        if self._lines is not None:
+            self._lines.drop()
 
     async def _checkpoint_past(self, state: WatchState, late: float) -> WatchState | None:
         """After a stall: the checkpoint, if another trigger (the one Airflow handed the job to meanwhile) wrote
@@ -337,8 +383,8 @@ class AzureBatchJobTrigger(BaseTrigger):
         )
         return theirs
 
-    def _event(self, status: str, state: WatchState) -> TriggerEvent:
-        return TriggerEvent({"status": status, "job_id": self.job_id, "watch_state": state.to_json()})
+    def _event(self, status: str, state: dict[str, Any]) -> TriggerEvent:
+        return TriggerEvent({"status": status, "job_id": self.job_id, "watch_state": state})
 
     def _error(self, state: WatchState, message: str, *, permanent: bool, pool_problem: bool = False) -> TriggerEvent:
         payload: dict[str, Any] = {
