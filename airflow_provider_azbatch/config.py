@@ -10,7 +10,7 @@ SECTION = "azbatch"
 def _raw(option: str) -> str:
     default = CONFIG_OPTIONS[option]["default"]
     try:
-        from airflow.sdk import conf
+        from airflow_provider_azbatch.compat import conf
     except ImportError:  # pragma: no cover - outside an Airflow installation
         return default
     return str(conf.get(SECTION, option, fallback=default))

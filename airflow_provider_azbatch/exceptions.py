@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from airflow.sdk.exceptions import AirflowException, AirflowFailException
+from airflow_provider_azbatch.compat import AirflowException, AirflowFailException
 
 
 class AzureBatchValidationError(AirflowFailException, ValueError):

@@ -15,7 +15,7 @@ def get_provider_info() -> dict[str, Any]:
         "name": "Azure Batch (azbatch)",
         "description": "Run Azure Batch jobs from Airflow with live task output, deferrable waits, "
         "reattach on retry, and pools sized from resource requirements.",
-        "versions": ["0.2.0", "0.1.0"],
+        "versions": ["0.3.0", "0.2.0", "0.1.0"],
         "integrations": [
             {
                 "integration-name": "Azure Batch (azbatch)",
@@ -48,6 +48,9 @@ def get_provider_info() -> dict[str, Any]:
             }
         ],
         "extra-links": ["airflow_provider_azbatch.links.job.AzureBatchJobLink"],
+        "task-decorators": [
+            {"name": "azure_batch", "class-name": "airflow_provider_azbatch.decorators.azure_batch.azure_batch_task"}
+        ],
         "connection-types": [
             {
                 "connection-type": "azbatch",
@@ -175,6 +178,22 @@ CONFIG_OPTIONS: dict[str, Any] = {
         "type": "float",
         "example": "10",
         "default": "5",
+    },
+    "fail_fast": {
+        "description": "The default of the operator's fail_fast: the first task that fails (for good, after its "
+        "retries) terminates its job, ending the tasks still running; the Airflow task fails naming it.",
+        "version_added": "0.3.0",
+        "type": "boolean",
+        "example": "True",
+        "default": "False",
+    },
+    "max_result_bytes": {
+        "description": "The largest result file (result_file=, and the return value of an @task.azure_batch "
+        "function) read back into XCom, in bytes.",
+        "version_added": "0.3.0",
+        "type": "integer",
+        "example": "65536",
+        "default": "1048576",
     },
     "stream_task_output": {
         "description": "Stream Batch task stdout/stderr into the Airflow task log while the job runs.",

@@ -9,7 +9,9 @@
 - ``train`` runs in a container image on a pool made for the job from GPU requirements (deleted with
   it) as one 2-node task: every node runs the coordination command, then the primary trains and the
   model goes to the ``models`` container.
-- ``evaluate`` downloads the model from Blob and reports its error.
+- ``evaluate`` is a Python function run on the CPU pool (``@task.azure_batch``): it gets the model from
+  Blob, imports the evaluation code from the workspace and returns the model's metrics, which come back as
+  XCom; ``promote_or_hold`` branches on them.
 
 Every task's stdout/stderr is streamed into the Airflow log and uploaded next to the outputs.
 Offline, point ``azbatch_default`` at the local Batch service with Azurite as its storage account;
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from airflow.sdk import DAG
+from airflow.sdk import DAG, task
 
 from airflow_provider_azbatch.operators.job import AzureBatchJobOperator
 from airflow_provider_azbatch.pools import BatchPool
@@ -31,6 +33,8 @@ CODE = "azbatch_training"
 RUN = "{{ run_id | replace(':', '') | replace('+', '') }}"
 CPU_POOL = BatchPool.shared("azbatch-training-cpu", requirements={"cpus": 1, "memory": "2Gi"}, max_nodes=2)
 SHARDS = 4
+# A model whose mean absolute error on fresh points is above this is not promoted.
+MAX_MAE = 1.0
 
 with DAG(
     dag_id="example_azbatch_training",
@@ -70,14 +74,30 @@ with DAG(
         poll_interval=1,
     )
 
-    evaluate = AzureBatchJobOperator(
-        task_id="evaluate",
+    @task.azure_batch(
         batch_pool=CPU_POOL,
         workspace=CODE,
-        command="python3 workspace/evaluate.py --models models",
         inputs=[{"container": "models", "prefix": f"runs/{RUN}/", "path": "models"}],
         output_container="models",
         poll_interval=1,
     )
+    def evaluate() -> dict:
+        import evaluate  # workspace/evaluate.py: the workspace is importable
 
-    prepare >> train >> evaluate
+        return evaluate.evaluate("models")
+
+    @task.branch
+    def promote_or_hold(metrics: dict) -> str:
+        return "promote" if metrics["mae"] <= MAX_MAE else "hold"
+
+    @task
+    def promote(metrics: dict) -> str:
+        return f"promoted the model of {RUN}: mean absolute error {metrics['mae']}"
+
+    @task
+    def hold(metrics: dict) -> str:
+        return f"kept the current model: this one's mean absolute error {metrics['mae']} is over {MAX_MAE}"
+
+    metrics = evaluate()
+    prepare >> train >> metrics
+    promote_or_hold(metrics) >> [promote(metrics), hold(metrics)]

@@ -23,6 +23,7 @@ DISTRIBUTIONS = {
     "structlog": "structlog",
     "pathspec": "pathspec",
     "rich": "rich",
+    "asgiref": "asgiref",
     "async_timeout": "async-timeout",  # before Python 3.11 only
 }
 

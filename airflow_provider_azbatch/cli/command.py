@@ -51,7 +51,7 @@ def conn_id_of(args: Namespace) -> str:
 
 def run(args: Namespace, body: Callable[[AzureBatchHook, Namespace], None]) -> None:
     """Run ``body`` with a hook on the command's connection, turning every known failure into a message."""
-    from airflow.cli.utils import redirect_stdout_log_handlers_to_stderr
+    from airflow_provider_azbatch.compat import redirect_stdout_log_handlers_to_stderr
 
     # stdout is the command's output (a table, JSON, task output for a pipe): log lines go to stderr.
     redirect_stdout_log_handlers_to_stderr()
@@ -80,9 +80,9 @@ def run(args: Namespace, body: Callable[[AzureBatchHook, Namespace], None]) -> N
 
 def explain(exc: BaseException, conn_id: str, hook: AzureBatchHook | None) -> str | None:
     """What went wrong, in one line, for the errors a user can fix; None for anything else (a bug)."""
-    from airflow.sdk.exceptions import AirflowNotFoundException
     from azure.core.exceptions import HttpResponseError, ServiceRequestError, ServiceResponseError
 
+    from airflow_provider_azbatch.compat import AirflowNotFoundException
     from airflow_provider_azbatch.exceptions import AzureBatchValidationError
     from airflow_provider_azbatch.hooks.errors import describe_error, is_auth_failure, root_cause
 

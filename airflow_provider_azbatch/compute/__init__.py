@@ -20,11 +20,18 @@ from airflow_provider_azbatch.compute.errors import (
     UnknownVmSizeError,
     VmSizeTooSmallError,
 )
-from airflow_provider_azbatch.compute.images import PoolImage, known_image_families, pool_image
+from airflow_provider_azbatch.compute.images import (
+    DEFAULT_IMAGE_FAMILY,
+    PoolImage,
+    end_of_support,
+    known_image_families,
+    pool_image,
+)
 from airflow_provider_azbatch.compute.pool_spec import (
     PoolSpec,
     check_vm_size_fits,
     default_task_slots,
+    named_vm_size,
     pool_spec_from_requirements,
 )
 from airflow_provider_azbatch.compute.requirements import (
@@ -36,6 +43,7 @@ from airflow_provider_azbatch.compute.requirements import (
 )
 
 __all__ = [
+    "DEFAULT_IMAGE_FAMILY",
     "AutoscaleSettings",
     "CatalogError",
     "ComputeSpecError",
@@ -55,10 +63,12 @@ __all__ = [
     "autoscale_formula",
     "check_vm_size_fits",
     "default_task_slots",
+    "end_of_support",
     "fits",
     "iso8601_duration",
     "known_image_families",
     "load_catalog",
+    "named_vm_size",
     "parse_memory_gib",
     "pool_image",
     "pool_spec_from_requirements",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -27,14 +28,42 @@ from airflow_provider_azbatch.compute.requirements import (
     vm_size_shortfalls,
 )
 
+_VM_SIZE_NAME = re.compile(r"(standard|basic)_[a-z0-9_]+", re.IGNORECASE)
+
 
 def max_task_slots(vm: VmSize) -> int:
-    """Batch caps taskSlotsPerNode at 4 x the size's vCPUs and at 256."""
+    """Batch caps taskSlotsPerNode at 4 x the size's vCPUs and at 256 (a size not in the catalog: 256)."""
+    if not vm.vcpus:
+        return MAX_TASK_SLOTS_PER_NODE
     return min(4 * vm.vcpus, MAX_TASK_SLOTS_PER_NODE)
 
 
+def uncatalogued_size(name: str) -> VmSize:
+    """A VM size named by the user that the catalog does not list: its name only (nothing to check it by)."""
+    if not isinstance(name, str) or not _VM_SIZE_NAME.fullmatch(name.strip()):
+        raise InvalidPoolSpecError(f"vm_size must be an Azure VM size name such as 'standard_hb120rs_v3', got {name!r}")
+    return VmSize(name=name.strip().lower(), family="", vcpus=0, memory_gib=0.0, hourly_usd=0.0)
+
+
+def named_vm_size(name: str, req: ResourceRequirements, catalog: VmCatalog | None = None) -> tuple[VmSize, bool]:
+    """(the size, whether the catalog knows it): a catalogued size must fit ``req``; another is taken as it is."""
+    catalog = catalog if catalog is not None else load_catalog()
+    vm = catalog.find(name) if isinstance(name, str) else None
+    if vm is None:
+        return uncatalogued_size(name), False
+    missing = vm_size_shortfalls(vm, req)
+    if missing:
+        raise VmSizeTooSmallError(
+            f"vm_size {vm.describe()} does not fit a task with {req.describe()}: needs {', '.join(missing)}"
+        )
+    return vm, True
+
+
 def default_task_slots(vm: VmSize, req: ResourceRequirements) -> int:
-    """How many tasks of ``req`` fit side by side on ``vm`` (by vCPU, memory and GPUs), at least 1."""
+    """How many tasks of ``req`` fit side by side on ``vm`` (by vCPU, memory and GPUs), at least 1 (1 on a
+    size the catalog does not know)."""
+    if not vm.vcpus:
+        return 1
     # The epsilon keeps 28 GiB / 1.12 GiB at 25 tasks: in floating point it is 24.999...
     limits = [
         math.floor(vm.vcpus / req.cpus + 1e-9),
@@ -135,24 +164,33 @@ def pool_spec_from_requirements(
     container_images: Iterable[str] = (),
     catalog: VmCatalog | None = None,
     evaluation_interval: timedelta = MIN_EVALUATION_INTERVAL,
+    vm_size: str | None = None,
+    image: PoolImage | None = None,
 ) -> PoolSpec:
     """The cheapest pool able to run tasks of ``req``.
 
     With ``autoscale`` the pool follows its pending tasks between ``min_nodes`` and ``max_nodes``;
     without, it is a fixed pool of ``max_nodes`` nodes (``min_nodes`` unused). Nodes are spot/low
     priority when ``req.low_priority``. Giving ``container_images`` implies a container pool.
-    ``task_slots_per_node`` defaults to how many such tasks fit on one node.
+    ``task_slots_per_node`` defaults to how many such tasks fit on one node. ``vm_size`` names the size instead
+    of choosing one (a size in the catalog must fit ``req``); ``image`` replaces the family's image.
 
     ``evaluation_interval`` defaults to the shortest the service allows, 5 minutes: an evaluation costs
     nothing, while every interval is, at worst, that long for a task to wait for a node and for a node
     whose work is done to stay paid (longer intervals only add idle time and latency).
     """
     check_node_bounds(max_nodes, min_nodes, prefix="pool", error=InvalidPoolSpecError)
-    vm = select_vm_size(req, catalog)
+    vm = select_vm_size(req, catalog) if vm_size is None else named_vm_size(vm_size, req, catalog)[0]
     slots = default_task_slots(vm, req) if task_slots_per_node is None else task_slots_per_node
     images = tuple(container_images)
     containers = req.containers or bool(images)
-    image = pool_image(req.os_image, containers=containers, gpu=vm.gpus > 0)
+    if image is None:
+        image = pool_image(req.os_image, containers=containers, gpu=vm.gpus > 0 or req.gpus > 0)
+    elif containers and not image.containers:
+        raise InvalidPoolSpecError(
+            f"the tasks run in containers, but image {image.describe()} is not marked as having a container "
+            "runtime: give an image with a Docker-compatible runtime and containers=True"
+        )
     common: dict[str, Any] = {
         "vm_size": vm,
         "image": image,

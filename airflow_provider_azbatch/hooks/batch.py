@@ -16,7 +16,6 @@ from functools import cached_property
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from airflow.sdk import BaseHook
 from azure.batch import BatchClient
 from azure.batch import models as batch_models
 
@@ -32,6 +31,7 @@ from azure.core.exceptions import (
 )
 
 from airflow_provider_azbatch import config
+from airflow_provider_azbatch.compat import BaseHook
 from airflow_provider_azbatch.enums import enum_value
 from airflow_provider_azbatch.exceptions import QuotaReachedError, SubmissionStepError
 from airflow_provider_azbatch.hooks.connection import BatchConnectionSettings, ConnectionConfigError, load_settings
@@ -47,19 +47,27 @@ from airflow_provider_azbatch.hooks.errors import (
 )
 from airflow_provider_azbatch.hooks.storage import BlobStorage, LogLocation
 from airflow_provider_azbatch.hooks.translate import (
+    ACTIVE_FILTER,
+    ACTIVE_SELECT,
+    FAILED_FILTER,
+    FAILED_SELECT,
     NODE_TIMES_SELECT,
     OUTCOME_SELECT,
     POOL_SELECT,
+    active_task_of,
     counts_of,
+    failed_task_of,
     file_info,
     id_filter,
     job_status_of,
     node_times_of,
+    side_task_runs_of,
     state_filter,
     tail_range,
 )
 from airflow_provider_azbatch.results.outcomes import TaskOutcome
 from airflow_provider_azbatch.retries import Backoff
+from airflow_provider_azbatch.watching.blocking import ActiveTask, FailedTask, SideTaskRun
 from airflow_provider_azbatch.watching.state import FileEnd, FileInfo, JobStatus, NodeTimes, TaskCounts
 
 # azure-core logs every request and response at INFO; in a task log that drowns the task's output.
@@ -171,7 +179,7 @@ class AzureBatchHook(BaseHook):
         return self.get_pool(pool_id, select=POOL_SELECT)
 
     def list_nodes_in_states(self, pool_id: str, states: Sequence[str]) -> list[batch_models.BatchNode]:
-        select = ["id", "state", "startTaskInfo"]
+        select = ["id", "state", "startTaskInfo", "errors"]
         return list(self.client.list_nodes(pool_id, filter=state_filter(states), select=select))
 
     def read_node_file_tail(self, pool_id: str, node_id: str, path: str, max_bytes: int) -> FileEnd | None:
@@ -191,6 +199,21 @@ class AzureBatchHook(BaseHook):
             return [node_times_of(node) for node in self.client.list_nodes(pool_id, select=NODE_TIMES_SELECT)]
         except ResourceNotFoundError:
             return None
+
+    def list_active_dependencies(self, job_id: str) -> list[ActiveTask]:
+        """The job's active tasks with what they depend on."""
+        tasks = self.client.list_tasks(job_id, filter=ACTIVE_FILTER, select=ACTIVE_SELECT)
+        return [active_task_of(task) for task in tasks]
+
+    def list_failed_tasks(self, job_id: str) -> list[FailedTask]:
+        """The job's tasks that completed with a failure, with their exit conditions."""
+        tasks = self.client.list_tasks(job_id, filter=FAILED_FILTER, select=FAILED_SELECT)
+        return [failed_task_of(task) for task in tasks]
+
+    def list_preparation_status(self, job_id: str) -> list[SideTaskRun]:
+        """Every run of the job's preparation and release tasks, one per node and kind."""
+        statuses = self.client.list_job_preparation_and_release_task_status(job_id)
+        return [run for status in statuses for run in side_task_runs_of(status)]
 
     # -- jobs ---------------------------------------------------------------------------------------
     def get_job(self, job_id: str, select: Sequence[str] | None = None) -> batch_models.BatchJob | None:

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
-from airflow.sdk import BaseHook
 from azure.batch.models import BatchError
 from azure.core.exceptions import (
     ClientAuthenticationError,
@@ -27,6 +26,7 @@ from azure.core.exceptions import (
 from azure.core.rest import HttpRequest
 
 from airflow_provider_azbatch import config
+from airflow_provider_azbatch.compat import BaseHook, aget_connection, off_trigger_loop
 from airflow_provider_azbatch.enums import enum_value
 from airflow_provider_azbatch.hooks.batch import JOB_ENDED_CODES
 from airflow_provider_azbatch.hooks.connection import BatchConnectionSettings, load_settings
@@ -34,16 +34,24 @@ from airflow_provider_azbatch.hooks.credentials import BATCH_API_VERSION, build_
 from airflow_provider_azbatch.hooks.errors import error_code
 from airflow_provider_azbatch.hooks.storage import BlobStorage, LogLocation
 from airflow_provider_azbatch.hooks.translate import (
+    ACTIVE_FILTER,
+    ACTIVE_SELECT,
+    FAILED_FILTER,
+    FAILED_SELECT,
     NODE_TIMES_SELECT,
     POOL_SELECT,
+    active_task_of,
     counts_from_wire,
+    failed_task_of,
     file_info_from_wire,
     id_filter,
     job_status_of,
     node_times_of,
+    side_task_runs_of,
     state_filter,
     tail_range,
 )
+from airflow_provider_azbatch.watching.blocking import ActiveTask, FailedTask, SideTaskRun
 from airflow_provider_azbatch.watching.state import FileEnd, FileInfo, JobStatus, NodeTimes, TaskCounts
 
 # What the SDK's generated operations raise for these statuses (the others: HttpResponseError).
@@ -118,7 +126,7 @@ class AzureBatchAsyncHook(BaseHook):
         """The connection's settings, read without blocking the event loop."""
         if self._lease is not None:
             return self._lease.settings
-        return load_settings(await BaseHook.aget_connection(self.azbatch_conn_id))
+        return await off_trigger_loop(load_settings, await aget_connection(self.azbatch_conn_id))
 
     @contextlib.asynccontextmanager
     async def connected(self) -> AsyncIterator[AzureBatchAsyncHook]:
@@ -219,7 +227,7 @@ class AzureBatchAsyncHook(BaseHook):
             return None
 
     async def list_nodes_in_states(self, pool_id: str, states: Sequence[str]) -> list[Any]:
-        select = ["id", "state", "startTaskInfo"]
+        select = ["id", "state", "startTaskInfo", "errors"]
         return [node async for node in self.client.list_nodes(pool_id, filter=state_filter(states), select=select)]
 
     async def read_node_file_tail(self, pool_id: str, node_id: str, path: str, max_bytes: int) -> FileEnd | None:
@@ -240,6 +248,18 @@ class AzureBatchAsyncHook(BaseHook):
             return [node_times_of(n) async for n in self.client.list_nodes(pool_id, select=NODE_TIMES_SELECT)]
         except ResourceNotFoundError:
             return None
+
+    async def list_active_dependencies(self, job_id: str) -> list[ActiveTask]:
+        tasks = self.client.list_tasks(job_id, filter=ACTIVE_FILTER, select=ACTIVE_SELECT)
+        return [active_task_of(task) async for task in tasks]
+
+    async def list_failed_tasks(self, job_id: str) -> list[FailedTask]:
+        tasks = self.client.list_tasks(job_id, filter=FAILED_FILTER, select=FAILED_SELECT)
+        return [failed_task_of(task) async for task in tasks]
+
+    async def list_preparation_status(self, job_id: str) -> list[SideTaskRun]:
+        statuses = self.client.list_job_preparation_and_release_task_status(job_id)
+        return [run async for status in statuses for run in side_task_runs_of(status)]
 
     # -- the one write a trigger makes ------------------------------------------------------------------
     async def terminate_job(self, job_id: str, reason: str) -> bool:

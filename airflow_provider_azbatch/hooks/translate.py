@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from airflow_provider_azbatch.enums import enum_value
+from airflow_provider_azbatch.watching.blocking import ActiveTask, FailedTask, SideTaskRun
 from airflow_provider_azbatch.watching.state import FileInfo, JobStatus, NodeTimes, TaskCounts
 
 POOL_SELECT = [
@@ -22,7 +23,11 @@ POOL_SELECT = [
     "enableAutoScale",
     "autoScaleRun",
 ]
-OUTCOME_SELECT = ["id", "state", "executionInfo", "nodeInfo"]
+OUTCOME_SELECT = ["id", "state", "executionInfo", "nodeInfo", "exitConditions"]
+ACTIVE_FILTER = "state eq 'active'"
+ACTIVE_SELECT = ["id", "dependsOn"]
+FAILED_FILTER = "state eq 'completed' and executionInfo/result eq 'failure'"
+FAILED_SELECT = ["id", "executionInfo", "exitConditions"]
 
 
 def state_filter(states: Sequence[str]) -> str:
@@ -92,3 +97,49 @@ NODE_TIMES_SELECT = ["id", "isDedicated", "allocationTime"]
 def node_times_of(node: Any) -> NodeTimes:
     allocated = getattr(node, "allocation_time", None)
     return NodeTimes(node.id, bool(getattr(node, "is_dedicated", True)), allocated.isoformat() if allocated else None)
+
+
+def active_task_of(task: Any) -> ActiveTask:
+    deps = getattr(task, "depends_on", None)
+    ids = tuple(getattr(deps, "task_ids", None) or ()) if deps is not None else ()
+    ranges = tuple((r.start, r.end) for r in (getattr(deps, "task_id_ranges", None) or ())) if deps is not None else ()
+    return ActiveTask(task.id, ids, ranges)
+
+
+def failed_task_of(task: Any) -> FailedTask:
+    info = task.execution_info
+    failure = getattr(info, "failure_info", None)
+    conditions = getattr(task, "exit_conditions", None)
+    return FailedTask(
+        task.id,
+        getattr(info, "exit_code", None),
+        getattr(failure, "code", None),
+        conditions.as_dict() if conditions is not None else None,
+    )
+
+
+def side_task_runs_of(status: Any) -> list[SideTaskRun]:
+    """A node's entry of the job preparation and release task status list, as one run of each that it has."""
+    runs = []
+    for kind, info in (
+        ("preparation", status.job_preparation_task_execution_info),
+        ("release", status.job_release_task_execution_info),
+    ):
+        if info is None:
+            continue
+        failure = getattr(info, "failure_info", None)
+        runs.append(
+            SideTaskRun(
+                kind=kind,
+                node_id=status.node_id,
+                state=enum_value(info.state),
+                result=enum_value(info.result) if getattr(info, "result", None) is not None else None,
+                exit_code=getattr(info, "exit_code", None),
+                failure_code=getattr(failure, "code", None),
+                failure_message=getattr(failure, "message", None),
+                retry_count=getattr(info, "retry_count", 0) or 0,
+                task_root=getattr(info, "task_root_directory", None),
+                pool_id=status.pool_id,
+            )
+        )
+    return runs

@@ -14,7 +14,8 @@ from airflow.sdk import BaseOperatorLink
 
 if TYPE_CHECKING:
     from airflow.sdk import BaseOperator
-    from airflow.sdk.types import TaskInstanceKey
+
+    from airflow_provider_azbatch.compat import TaskInstanceKey
 
 # What the operator pushes right after it submits (or reattaches to) a job.
 LINK_XCOM_KEY = "azbatch_job"

@@ -67,6 +67,10 @@ def diagnose(pool: Any, stuck_nodes: list[Any], stderr_tail: list[str], idle_nod
             reason += f"; its start task exited with code {info.exit_code}"
         if failure is not None:
             reason += f" ({failure.code}: {failure.message})"
+        for error in getattr(node, "errors", None) or []:
+            # A node made unusable by the service says why there (a mount that failed, a disk that is full).
+            details = ", ".join(f"{item.name}={item.value}" for item in error.error_details or [])
+            reason += f"; {error.code}: {error.message}" + (f" ({details})" if details else "")
         message = f"Pool {pool.id} has no usable node: {reason}"
         if stderr_tail:
             message += ". Last lines of the start task's stderr:\n" + "\n".join(f"    {line}" for line in stderr_tail)

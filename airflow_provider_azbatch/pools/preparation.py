@@ -1,22 +1,37 @@
-"""Getting the job's pool ready before submission: an existing one checked, a shared one created if missing."""
+"""Getting the job's pool ready before submission: an existing one checked, a shared one created if missing.
+
+Everything that cannot work is refused here, before anything is created: a Windows pool, a pool in a virtual
+network (or from an Azure Compute Gallery image) with a shared key connection, a managed identity on a pool the
+provider creates, a task running as a user the pool does not have. Secrets for mounts and users are read from
+their connections here and registered with the secret masker.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-from airflow_provider_azbatch.compute import UnknownVmSizeError, check_vm_size_fits
+from airflow_provider_azbatch.compute import UnknownVmSizeError, check_vm_size_fits, end_of_support, load_catalog
 from airflow_provider_azbatch.enums import enum_value
 from airflow_provider_azbatch.exceptions import AzureBatchValidationError
-from airflow_provider_azbatch.pools.strategy import (
-    BatchPool,
-    PoolStrategyError,
-    formula_outdated,
-    images_not_prefetched,
-    pool_differences,
+from airflow_provider_azbatch.hooks.storage import storage_account_name
+from airflow_provider_azbatch.pools.comparison import formula_outdated, images_not_prefetched, spec_differences
+from airflow_provider_azbatch.pools.errors import PoolStrategyError
+from airflow_provider_azbatch.pools.mounts import (
+    BlobMount,
+    CifsMount,
+    FileShareMount,
+    LoginCredentials,
+    StorageCredentials,
+    storage_account_from_connection,
 )
+from airflow_provider_azbatch.pools.strategy import IDENTITY_REFUSED, WINDOWS_REFUSED, BatchPool, PoolSecrets
+from airflow_provider_azbatch.pools.users import password_from_connection
 from airflow_provider_azbatch.submission.containers import RegistryCredentials
+from airflow_provider_azbatch.submission.identity import RunAs
 from airflow_provider_azbatch.submission.tasks import TaskSpec
+
+ENTRA_REQUIRED = "needs a Microsoft Entra ID connection (auth_method other than shared_key)"
 
 
 def task_images(specs: Sequence[TaskSpec], job_image: str | None) -> list[str]:
@@ -33,21 +48,29 @@ def prepare_pool(
     job_image: str | None,
     registry: RegistryCredentials | None,
     log: Any,
+    run_as: Iterable[RunAs | None] = (),
 ) -> tuple[str | None, dict[str, Any] | None]:
-    """(pool id, auto-pool body): checks an existing pool, creates a shared one if missing."""
+    """(pool id, auto-pool body): checks an existing pool, creates a shared one if missing.
+
+    ``run_as``: who the job's tasks run as (a named user must be one of the pool's).
+    """
     multi_node = max(spec.num_nodes for spec in specs)
     images = task_images(specs, job_image)
+    users = {identity.user for identity in run_as if identity is not None and identity.user is not None}
     field = "pool_id" if strategy.kind == "existing" else "batch_pool"
     try:
         if strategy.kind == "existing":
-            _check_existing(hook, strategy, log)
+            _check_existing(hook, strategy, users, log)
             return strategy.pool_id, None
+        _check_created(hook, strategy, registry, users)
         body = strategy.pool_body(
             containers=bool(images),
             multi_node=multi_node,
             registries=[registry.to_pool_json()] if registry is not None else [],
             task_images=images,
+            secrets=_secrets(hook, strategy),
         )
+        _warn_about_size_and_image(strategy, body, log)
     except PoolStrategyError as exc:
         raise AzureBatchValidationError(field, str(exc)) from None
     if strategy.kind == "auto":
@@ -62,6 +85,100 @@ def prepare_pool(
     return strategy.pool_id, None
 
 
+def _check_created(hook: Any, strategy: BatchPool, registry: RegistryCredentials | None, users: set[str]) -> None:
+    """What a pool the provider creates cannot have, and what it needs of the connection."""
+    if registry is not None and registry.identity_reference:
+        raise AzureBatchValidationError("registry_conn_id", f"(extra identity_reference) {IDENTITY_REFUSED}")
+    shared_key = enum_value(hook.settings.auth_method) == "shared_key"
+    if shared_key and strategy.network is not None and strategy.network.in_virtual_network:
+        raise PoolStrategyError(
+            f"network: a pool in a virtual network {ENTRA_REQUIRED}: the Batch service creates such pools only for "
+            f"clients authenticated with Microsoft Entra ID; connection '{hook.azbatch_conn_id}' uses a shared key"
+        )
+    if shared_key and strategy.image is not None and strategy.image.source == "virtualMachineImageId":
+        raise PoolStrategyError(
+            f"image: a pool from an Azure Compute Gallery or managed image {ENTRA_REQUIRED}: with a shared key the "
+            f"service refuses it (AuthenticationFailed); connection '{hook.azbatch_conn_id}' uses a shared key"
+        )
+    missing = sorted(user for user in users if user.lower() not in strategy.user_names())
+    if missing:
+        raise PoolStrategyError(
+            f"tasks run as user(s) {', '.join(missing)}, which the pool does not define: add "
+            f"{', '.join(f'PoolUser({name!r})' for name in missing)} to its users"
+        )
+
+
+def _warn_about_size_and_image(strategy: BatchPool, body: dict[str, Any], log: Any) -> None:
+    if strategy.vm_size is not None and load_catalog().find(strategy.vm_size) is None:
+        log.warning(
+            "VM size %s is not in the provider's catalog: whether it fits %s is not checked, its task slots default "
+            "to 1 and no cost is estimated for it",
+            strategy.vm_size,
+            strategy.requirements.describe() if strategy.requirements else "the tasks",
+        )
+    warning = end_of_support(body["virtualMachineConfiguration"]["nodeAgentSKUId"])
+    if warning:
+        log.warning("Pool %s: %s", strategy.pool_id or "(auto-pool)", warning)
+
+
+def _secrets(hook: Any, strategy: BatchPool) -> PoolSecrets:
+    """Keys, SAS tokens and passwords from their connections, registered with the secret masker."""
+    from airflow.sdk.log import mask_secret
+
+    mounts: list[StorageCredentials | LoginCredentials | None] = []
+    for mount in strategy.mounts:
+        credentials: StorageCredentials | LoginCredentials | None = None
+        if isinstance(mount, (BlobMount, FileShareMount)):
+            credentials = _storage_credentials(hook, mount)
+        elif isinstance(mount, CifsMount):
+            conn = hook.get_connection(mount.conn_id)
+            if not conn.login or not conn.password:
+                raise PoolStrategyError(
+                    f"Connection '{mount.conn_id}' ({mount.describe()}): give the share's user as login and its "
+                    "password"
+                )
+            credentials = LoginCredentials(conn.login, conn.password)
+        for secret in (getattr(credentials, "key", None), getattr(credentials, "sas", None)):
+            if secret:
+                mask_secret(secret)
+        if isinstance(credentials, LoginCredentials):
+            mask_secret(credentials.password)
+        mounts.append(credentials)
+    passwords: dict[str, str | None] = {}
+    for user in strategy.users:
+        password = password_from_connection(user, hook.get_connection(user.conn_id)) if user.conn_id else None
+        if password:
+            mask_secret(password)
+        passwords[user.name] = password
+    return PoolSecrets(mounts=mounts, passwords=passwords)
+
+
+def _storage_credentials(hook: Any, mount: BlobMount | FileShareMount) -> StorageCredentials:
+    wanted_account = mount.account if isinstance(mount, FileShareMount) else None
+    if mount.conn_id is not None:
+        credentials = storage_account_from_connection(hook.get_connection(mount.conn_id), wanted_account)
+        if wanted_account and credentials.account != wanted_account:
+            raise PoolStrategyError(
+                f"Connection '{mount.conn_id}' ({mount.describe()}): it is for storage account "
+                f"{credentials.account!r}, the share is in {wanted_account!r}"
+            )
+        return credentials
+    settings = hook.settings
+    if not settings.storage_account_url or not settings.storage_account_key:
+        raise PoolStrategyError(
+            f"mounts: {mount.describe()} has no conn_id, and connection '{hook.azbatch_conn_id}' has no "
+            "storage_account_url with storage_account_key: give the mount a conn_id (login: the account, password: "
+            "its key), or set both on the connection"
+        )
+    account = storage_account_name(settings.storage_account_url)
+    if wanted_account and account != wanted_account:
+        raise PoolStrategyError(
+            f"mounts: {mount.describe()} has no conn_id, and connection '{hook.azbatch_conn_id}''s storage account "
+            f"is {account!r}, not the share's {wanted_account!r}: give the mount a conn_id"
+        )
+    return StorageCredentials(account, settings.storage_account_key)
+
+
 def _check_shared(hook: Any, pool_id: str, body: dict[str, Any], images: list[str], log: Any) -> None:
     """An existing shared pool must be the pool this task would create; never silently reused otherwise."""
     existing = hook.get_pool(pool_id)
@@ -72,7 +189,7 @@ def _check_shared(hook: Any, pool_id: str, body: dict[str, Any], images: list[st
             "batch_pool", f"pool {pool_id!r} is being deleted: wait for it to go, or use another pool id"
         )
     found = existing.as_dict()
-    differences = pool_differences(found, body)
+    differences = spec_differences(found, body)
     if differences:
         raise AzureBatchValidationError(
             "batch_pool",
@@ -95,7 +212,7 @@ def _check_shared(hook: Any, pool_id: str, body: dict[str, Any], images: list[st
         )
 
 
-def _check_existing(hook: Any, strategy: BatchPool, log: Any) -> None:
+def _check_existing(hook: Any, strategy: BatchPool, users: set[str], log: Any) -> None:
     pool_id = strategy.pool_id
     pool = hook.get_pool(pool_id) if pool_id else None
     if pool is None:
@@ -103,6 +220,21 @@ def _check_existing(hook: Any, strategy: BatchPool, log: Any) -> None:
             "pool_id",
             f"{pool_id!r} does not exist in Batch account '{hook.account_name}': create the pool first or give the "
             "id of an existing one",
+        )
+    vm_config = getattr(pool, "virtual_machine_configuration", None)
+    agent = str(getattr(vm_config, "node_agent_sku_id", None) or "")
+    if agent.lower().startswith("batch.node.windows") or getattr(vm_config, "windows_configuration", None):
+        raise AzureBatchValidationError("pool_id", f"{pool_id!r} is a Windows pool ({agent}): {WINDOWS_REFUSED}")
+    warning = end_of_support(agent)
+    if warning:
+        log.warning("Pool %s: %s", pool_id, warning)
+    have = {account.name.lower() for account in getattr(pool, "user_accounts", None) or [] if account.name}
+    missing = sorted(user for user in users if user.lower() not in have)
+    if missing:
+        raise AzureBatchValidationError(
+            "run_as",
+            f"names user(s) {', '.join(missing)}, which pool {pool_id!r} does not define (its users: "
+            f"{', '.join(sorted(have)) or 'none'})",
         )
     if strategy.requirements is None:
         return

@@ -5,25 +5,53 @@
     BatchPool.auto(requirements={"cpus": 2, "memory": "8Gi"}, max_nodes=10)   # deleted with the job
 
 Pools this provider creates get their VM size, image, node agent and autoscale formula from the
-requirements (see :mod:`airflow_provider_azbatch.compute`).
+requirements (see :mod:`airflow_provider_azbatch.compute`), or from ``vm_size=`` and ``image=``; a
+``network=``, ``mounts=``, ``users=``, ``data_disks=``, a ``start_task`` (run as an administrator), a task
+scheduling policy (``fill=``, ``job_order=``), ``metadata=`` and, for anything else of the Batch pool model,
+``pool_overrides=``. Every setting is checked when the DAG is parsed.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from airflow_provider_azbatch.compute import ResourceRequirements, pool_spec_from_requirements
-from airflow_provider_azbatch.submission.shell import shell_command
+from airflow_provider_azbatch.compute import (
+    ComputeSpecError,
+    PoolImage,
+    ResourceRequirements,
+    load_catalog,
+    named_vm_size,
+    pool_spec_from_requirements,
+)
+from airflow_provider_azbatch.exceptions import AzureBatchValidationError
+from airflow_provider_azbatch.pools.comparison import SPEC_METADATA_KEY, with_spec_hash
+from airflow_provider_azbatch.pools.disks import DataDisk, check_data_disks
+from airflow_provider_azbatch.pools.errors import PoolStrategyError
+from airflow_provider_azbatch.pools.mounts import LoginCredentials, Mount, StorageCredentials, check_mounts
+from airflow_provider_azbatch.pools.network import PoolNetwork
+from airflow_provider_azbatch.pools.overrides import AUTO_POOL_OVERRIDES, SHARED_POOL_OVERRIDES
+from airflow_provider_azbatch.pools.start_task import StartTask
+from airflow_provider_azbatch.pools.users import PoolUser
+from airflow_provider_azbatch.submission.identity import RunAs
+from airflow_provider_azbatch.submission.overrides import OverrideSchema, deep_merge, find_keys
+
+__all__ = ["WINDOWS_REFUSED", "BatchPool", "PoolSecrets", "PoolStrategyError"]
 
 Kind = Literal["existing", "shared", "auto"]
-
-
-class PoolStrategyError(ValueError):
-    pass
+FILL_TYPES = ("spread", "pack")
+JOB_ORDERS = ("none", "creationtime")
+WINDOWS_REFUSED = (
+    "Windows pools are not supported: this provider hands every command (tasks, coordination commands, start "
+    "tasks, workspace set-up) to /bin/sh -c, which a Windows node does not have. Use a Linux pool"
+)
+IDENTITY_REFUSED = (
+    "cannot work on a pool this provider creates: a managed identity reference needs the pool to have that "
+    "identity, and the Batch data plane cannot give a pool an identity (pools with managed identities are created "
+    "through ARM, Bicep or the portal). Create such a pool there and use BatchPool.existing"
+)
 
 
 def _requirements(value: ResourceRequirements | Mapping[str, Any] | None) -> ResourceRequirements | None:
@@ -42,6 +70,15 @@ def _requirements(value: ResourceRequirements | Mapping[str, Any] | None) -> Res
 
 
 @dataclass(frozen=True)
+class PoolSecrets:
+    """What a pool body needs from connections, read when the task runs: one set of credentials per mount (None
+    for NFS), and each user's password (None: a random one)."""
+
+    mounts: Sequence[StorageCredentials | LoginCredentials | None] = ()
+    passwords: Mapping[str, str | None] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class BatchPool:
     kind: Kind
     pool_id: str | None = None
@@ -51,9 +88,18 @@ class BatchPool:
     autoscale: bool = True
     task_slots_per_node: int | None = None
     container_images: tuple[str, ...] = ()
-    start_task: str | None = None
+    start_task: StartTask | None = None
     auto_pool_prefix: str = "airflow"
     metadata: Mapping[str, str] = field(default_factory=dict)
+    vm_size: str | None = None
+    image: PoolImage | None = None
+    network: PoolNetwork | None = None
+    mounts: tuple[Mount, ...] = ()
+    users: tuple[PoolUser, ...] = ()
+    data_disks: tuple[DataDisk, ...] = ()
+    fill: str | None = None
+    job_order: str | None = None
+    pool_overrides: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
     def existing(cls, pool_id: str, requirements: ResourceRequirements | Mapping[str, Any] | None = None) -> BatchPool:
@@ -64,16 +110,27 @@ class BatchPool:
     def shared(
         cls,
         pool_id: str,
-        requirements: ResourceRequirements | Mapping[str, Any],
+        requirements: ResourceRequirements | Mapping[str, Any] | None = None,
         *,
         max_nodes: int = 1,
         min_nodes: int = 0,
         autoscale: bool = True,
         task_slots_per_node: int | None = None,
         container_images: Sequence[str] = (),
-        start_task: str | None = None,
+        start_task: str | StartTask | None = None,
+        vm_size: str | None = None,
+        image: PoolImage | None = None,
+        network: PoolNetwork | None = None,
+        mounts: Sequence[Mount] = (),
+        users: Sequence[PoolUser] = (),
+        data_disks: Sequence[DataDisk] = (),
+        fill: str | None = None,
+        job_order: str | None = None,
+        metadata: Mapping[str, str] | None = None,
+        pool_overrides: Mapping[str, Any] | Any = None,
     ) -> BatchPool:
-        """A named pool shared by DAGs: created from ``requirements`` if missing, reused if it matches."""
+        """A named pool shared by DAGs: created from ``requirements`` (or ``vm_size``) if missing, reused if it
+        matches everything this task would create it with."""
         return cls(
             "shared",
             pool_id=pool_id,
@@ -83,21 +140,41 @@ class BatchPool:
             autoscale=autoscale,
             task_slots_per_node=task_slots_per_node,
             container_images=tuple(container_images),
-            start_task=start_task,
+            start_task=start_task,  # type: ignore[arg-type]
+            vm_size=vm_size,
+            image=image,
+            network=network,
+            mounts=tuple(mounts),
+            users=tuple(users),
+            data_disks=tuple(data_disks),
+            fill=fill,
+            job_order=job_order,
+            metadata=dict(metadata or {}),
+            pool_overrides=pool_overrides or {},
         )
 
     @classmethod
     def auto(
         cls,
-        requirements: ResourceRequirements | Mapping[str, Any],
+        requirements: ResourceRequirements | Mapping[str, Any] | None = None,
         *,
         max_nodes: int = 1,
         min_nodes: int = 0,
         autoscale: bool = False,
         task_slots_per_node: int | None = None,
         container_images: Sequence[str] = (),
-        start_task: str | None = None,
+        start_task: str | StartTask | None = None,
         prefix: str = "airflow",
+        vm_size: str | None = None,
+        image: PoolImage | None = None,
+        network: PoolNetwork | None = None,
+        mounts: Sequence[Mount] = (),
+        users: Sequence[PoolUser] = (),
+        data_disks: Sequence[DataDisk] = (),
+        fill: str | None = None,
+        job_order: str | None = None,
+        metadata: Mapping[str, str] | None = None,
+        pool_overrides: Mapping[str, Any] | Any = None,
     ) -> BatchPool:
         """A pool made with the job and deleted when it ends (default: ``max_nodes`` fixed nodes)."""
         return cls(
@@ -108,15 +185,105 @@ class BatchPool:
             autoscale=autoscale,
             task_slots_per_node=task_slots_per_node,
             container_images=tuple(container_images),
-            start_task=start_task,
+            start_task=start_task,  # type: ignore[arg-type]
             auto_pool_prefix=prefix,
+            vm_size=vm_size,
+            image=image,
+            network=network,
+            mounts=tuple(mounts),
+            users=tuple(users),
+            data_disks=tuple(data_disks),
+            fill=fill,
+            job_order=job_order,
+            metadata=dict(metadata or {}),
+            pool_overrides=pool_overrides or {},
         )
 
     def __post_init__(self) -> None:
         if self.kind in ("existing", "shared") and not self.pool_id:
             raise PoolStrategyError(f"a {self.kind} pool needs pool_id")
-        if self.kind in ("shared", "auto") and self.requirements is None:
-            raise PoolStrategyError(f"a {self.kind} pool needs requirements (cpus, memory, gpus...) to be sized from")
+        if self.kind == "existing":
+            return
+        object.__setattr__(self, "start_task", StartTask.parse(self.start_task))
+        object.__setattr__(self, "mounts", check_mounts(self.mounts))
+        object.__setattr__(self, "users", tuple(self.users))
+        object.__setattr__(self, "data_disks", tuple(self.data_disks))
+        if self.requirements is None and self.vm_size is None:
+            raise PoolStrategyError(
+                f"a {self.kind} pool needs requirements (cpus, memory, gpus...) to be sized from, or vm_size"
+            )
+        if self.requirements is None:
+            object.__setattr__(self, "requirements", ResourceRequirements())
+        if self.vm_size is not None:
+            try:
+                named_vm_size(self.vm_size, self.requirements)  # type: ignore[arg-type]
+            except ComputeSpecError as exc:
+                raise PoolStrategyError(str(exc)) from None
+        if self.image is not None:
+            if not isinstance(self.image, PoolImage):
+                raise PoolStrategyError(
+                    f"image must be a PoolImage (PoolImage.marketplace or PoolImage.gallery), got {self.image!r}"
+                )
+            if self.image.is_windows:
+                raise PoolStrategyError(f"image {self.image.describe()}: {WINDOWS_REFUSED}")
+        if self.network is not None:
+            if not isinstance(self.network, PoolNetwork):
+                raise PoolStrategyError(f"network must be a PoolNetwork, got {self.network!r}")
+            self.network.check_size(self.max_nodes)
+        self._check_users()
+        vm = load_catalog().find(self.vm_size) if self.vm_size else None
+        check_data_disks(self.data_disks, vm.max_data_disks if vm is not None else None)
+        if self.fill is not None and self.fill not in FILL_TYPES:
+            raise PoolStrategyError(f"fill must be 'spread' or 'pack', got {self.fill!r}")
+        if self.job_order is not None and self.job_order not in JOB_ORDERS:
+            raise PoolStrategyError(f"job_order must be 'none' or 'creationtime', got {self.job_order!r}")
+        self._check_metadata()
+        object.__setattr__(self, "pool_overrides", self.overrides(templates=True))
+
+    def _check_users(self) -> None:
+        names: set[str] = set()
+        for index, user in enumerate(self.users):
+            if not isinstance(user, PoolUser):
+                raise PoolStrategyError(f"users[{index}] must be a PoolUser, got {type(user).__name__} {user!r}")
+            if user.name.lower() in names:
+                raise PoolStrategyError(f"users[{index}]: the name {user.name!r} is given twice")
+            names.add(user.name.lower())
+        run_as = self.start_task.run_as if self.start_task is not None else None
+        if isinstance(run_as, RunAs) and run_as.user is not None and run_as.user.lower() not in names:
+            raise PoolStrategyError(
+                f"start_task.run_as names the user {run_as.user!r}, which is not one of the pool's users: add "
+                f"PoolUser({run_as.user!r}) to users"
+            )
+
+    def _check_metadata(self) -> None:
+        if not isinstance(self.metadata, Mapping):
+            raise PoolStrategyError(f"metadata must be a mapping of names to strings, got {self.metadata!r}")
+        for name, value in self.metadata.items():
+            if not isinstance(name, str) or not name.strip() or not isinstance(value, str):
+                raise PoolStrategyError(f"metadata[{name!r}] must be a non-empty name with a string value")
+            if name == SPEC_METADATA_KEY:
+                raise PoolStrategyError(f"metadata[{name!r}] is set by the provider itself: use another name")
+
+    @property
+    def override_schema(self) -> OverrideSchema:
+        return SHARED_POOL_OVERRIDES if self.kind == "shared" else AUTO_POOL_OVERRIDES
+
+    def overrides(self, *, templates: bool = False) -> dict[str, Any]:
+        """``pool_overrides`` checked (``templates``: at parse time, values holding a template wait for the run)."""
+        try:
+            checked = self.override_schema.check(self.pool_overrides, "pool_overrides", templates=templates)
+        except AzureBatchValidationError as exc:
+            raise PoolStrategyError(str(exc)) from None
+        for path in find_keys(checked, "identityReference"):
+            raise PoolStrategyError(f"pool_overrides.{path} {IDENTITY_REFUSED}")
+        if not self.autoscale:
+            for name in ("autoScaleFormula", "autoScaleEvaluationInterval"):
+                if name in checked:
+                    raise PoolStrategyError(f"pool_overrides.{name} needs autoscale=True")
+        return checked
+
+    def user_names(self) -> set[str]:
+        return {user.name.lower() for user in self.users}
 
     def pool_body(
         self,
@@ -125,13 +292,16 @@ class BatchPool:
         multi_node: int,
         registries: Sequence[Mapping[str, Any]] = (),
         task_images: Sequence[str] = (),
+        secrets: PoolSecrets | None = None,
     ) -> dict[str, Any]:
-        """REST fields of the pool to create (without ``id``), for tasks needing up to ``multi_node`` nodes.
+        """REST fields of the pool to create (without ``id``), for tasks needing up to ``multi_node`` nodes, with
+        its specification hash in its metadata.
 
         Its nodes pre-fetch ``task_images`` (the images of the tasks it is created for) besides the
         strategy's own ``container_images``, so no task waits for a pull on a paid node.
         """
         assert self.requirements is not None
+        secrets = secrets or PoolSecrets()
         if multi_node > self.max_nodes:
             raise PoolStrategyError(
                 f"a task needs {multi_node} nodes at once but the pool has max_nodes={self.max_nodes}: raise max_nodes"
@@ -146,93 +316,47 @@ class BatchPool:
             requirements = dataclasses.replace(requirements, containers=True)
         # A multi-node task needs all its nodes at the same time: autoscaling by pending tasks would stop short.
         min_nodes = max(self.min_nodes, multi_node if multi_node > 1 else 0)
-        spec = pool_spec_from_requirements(
-            requirements,
-            max_nodes=self.max_nodes,
-            min_nodes=min_nodes,
-            autoscale=self.autoscale,
-            # The service runs multi-node tasks only on pools with one task slot per node.
-            task_slots_per_node=1 if multi_node > 1 else self.task_slots_per_node,
-            container_images=tuple(dict.fromkeys([*self.container_images, *task_images])),
-        )
+        try:
+            spec = pool_spec_from_requirements(
+                requirements,
+                max_nodes=self.max_nodes,
+                min_nodes=min_nodes,
+                autoscale=self.autoscale,
+                # The service runs multi-node tasks only on pools with one task slot per node.
+                task_slots_per_node=1 if multi_node > 1 else self.task_slots_per_node,
+                container_images=tuple(dict.fromkeys([*self.container_images, *task_images])),
+                vm_size=self.vm_size,
+                image=self.image,
+            )
+        except ComputeSpecError as exc:
+            raise PoolStrategyError(str(exc)) from None
         body = spec.to_rest()
+        vm_config = body["virtualMachineConfiguration"]
         if multi_node > 1:
             body["enableInterNodeCommunication"] = True
-        if registries and "containerConfiguration" in body["virtualMachineConfiguration"]:
-            body["virtualMachineConfiguration"]["containerConfiguration"]["containerRegistries"] = list(registries)
-        if self.start_task:
-            # A shell command, like a task's: the node runs a start task's command line without a shell.
-            command_line = shell_command(self.start_task)
-            body["startTask"] = {"commandLine": command_line, "waitForSuccess": True, "maxTaskRetryCount": 1}
-        return body
-
-
-def pool_differences(existing: Mapping[str, Any], wanted: Mapping[str, Any]) -> list[str]:
-    """What makes an existing pool (REST JSON) different from the pool this task would create."""
-
-    def image(body: Mapping[str, Any]) -> tuple[Any, ...]:
-        ref = body.get("virtualMachineConfiguration", {}).get("imageReference", {})
-        return tuple(str(ref.get(key, "")).lower() for key in ("publisher", "offer", "sku"))
-
-    def containers(body: Mapping[str, Any]) -> bool:
-        return body.get("virtualMachineConfiguration", {}).get("containerConfiguration") is not None
-
-    checks = [
-        ("vmSize", str(existing.get("vmSize", "")).lower(), str(wanted.get("vmSize", "")).lower()),
-        ("image", image(existing), image(wanted)),
-        (
-            "nodeAgentSKUId",
-            existing.get("virtualMachineConfiguration", {}).get("nodeAgentSKUId"),
-            wanted.get("virtualMachineConfiguration", {}).get("nodeAgentSKUId"),
-        ),
-        ("taskSlotsPerNode", existing.get("taskSlotsPerNode", 1), wanted.get("taskSlotsPerNode", 1)),
-        ("containers", containers(existing), containers(wanted)),
-        ("enableAutoScale", bool(existing.get("enableAutoScale")), bool(wanted.get("enableAutoScale"))),
-    ]
-    if wanted.get("enableAutoScale"):
-        have_bounds, want_bounds = (
-            formula_bounds(existing.get("autoScaleFormula")),
-            formula_bounds(wanted.get("autoScaleFormula")),
-        )
-        if have_bounds is not None and want_bounds is not None:
-            # Formulas of this provider (of any version): what matters is what they scale, and between what.
-            checks.append(("autoscale (target, slots per node, min, max)", have_bounds, want_bounds))
-        else:
-            checks.append(("autoScaleFormula", existing.get("autoScaleFormula"), wanted.get("autoScaleFormula")))
-    else:
-        checks.append(
-            ("targetDedicatedNodes", existing.get("targetDedicatedNodes"), wanted.get("targetDedicatedNodes"))
-        )
-        checks.append(
-            ("targetLowPriorityNodes", existing.get("targetLowPriorityNodes"), wanted.get("targetLowPriorityNodes"))
-        )
-    if wanted.get("enableInterNodeCommunication"):
-        checks.append(("enableInterNodeCommunication", bool(existing.get("enableInterNodeCommunication")), True))
-    return [f"{name} is {have!r}, this task wants {want!r}" for name, have, want in checks if have != want]
-
-
-_GENERATED = re.compile(
-    r"\$nodes = ceil\(\$tasks / (?P<slots>\d+)\);\s*"
-    r"(?P<target>\$Target\w+) = max\((?P<min>\d+), min\(\$nodes, (?P<max>\d+)\)\);"
-)
-
-
-def formula_bounds(formula: Any) -> tuple[str, int, int, int] | None:
-    """(scaled target, task slots per node, min nodes, max nodes) of a formula this provider generated."""
-    match = _GENERATED.search(formula) if isinstance(formula, str) else None
-    if match is None:
-        return None
-    return match["target"], int(match["slots"]), int(match["min"]), int(match["max"])
-
-
-def formula_outdated(existing: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
-    """The same bounds, from another version of the provider's formula (the pool keeps its own)."""
-    have, want = existing.get("autoScaleFormula"), wanted.get("autoScaleFormula")
-    return bool(wanted.get("enableAutoScale")) and formula_bounds(have) is not None and have != want
-
-
-def images_not_prefetched(existing: Mapping[str, Any], images: Sequence[str]) -> list[str]:
-    """Images of the job's tasks that an existing pool's nodes do not pre-fetch (each node pulls them)."""
-    config = existing.get("virtualMachineConfiguration", {}).get("containerConfiguration") or {}
-    have = {name.lower() for name in config.get("containerImageNames") or []}
-    return [image for image in images if image.lower() not in have]
+        if registries and "containerConfiguration" in vm_config:
+            vm_config["containerConfiguration"]["containerRegistries"] = list(registries)
+        if self.data_disks:
+            vm_config["dataDisks"] = [disk.to_rest() for disk in self.data_disks]
+        if self.start_task is not None:
+            body["startTask"] = self.start_task.to_rest()
+        if self.network is not None and self.network.to_rest():
+            body["networkConfiguration"] = self.network.to_rest()
+        if self.mounts:
+            credentials = [*secrets.mounts, *([None] * (len(self.mounts) - len(secrets.mounts)))]
+            body["mountConfiguration"] = [
+                mount.to_rest(credentials[index])  # type: ignore[arg-type]
+                for index, mount in enumerate(self.mounts)
+            ]
+        if self.users:
+            body["userAccounts"] = [user.to_rest(secrets.passwords.get(user.name)) for user in self.users]
+        policy = {
+            name: value for name, value in (("nodeFillType", self.fill), ("jobDefaultOrder", self.job_order)) if value
+        }
+        if policy:
+            # The service requires nodeFillType in a policy; spread is its default.
+            body["taskSchedulingPolicy"] = {"nodeFillType": "spread", **policy}
+        if self.metadata:
+            body["metadata"] = [{"name": name, "value": value} for name, value in self.metadata.items()]
+        body = deep_merge(body, self.overrides())
+        return with_spec_hash(body)

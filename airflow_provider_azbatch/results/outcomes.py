@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_provider_azbatch.enums import enum_value
+from airflow_provider_azbatch.watching.exit_options import TASK_ENDED, applied_exit_options
 
 # XCom stays small for very large jobs: per-task results are listed up to this many tasks.
 MAX_TASK_RESULTS = 1000
@@ -24,6 +25,10 @@ class TaskOutcome:
     start_time: str | None = None
     end_time: str | None = None
     duration_seconds: float | None = None
+    # The exit conditions the task was created with (REST shape): which failures it accepts.
+    exit_conditions: dict[str, Any] | None = None
+    # It can never run (the watch found it blocked, and the job was ended).
+    blocked: bool = False
 
     @classmethod
     def from_sdk(cls, task: Any) -> TaskOutcome:
@@ -32,6 +37,7 @@ class TaskOutcome:
         start = getattr(info, "start_time", None) if info is not None else None
         end = getattr(info, "end_time", None) if info is not None else None
         node = getattr(task, "node_info", None)
+        conditions = getattr(task, "exit_conditions", None)
         return cls(
             id=task.id,
             state=enum_value(task.state),
@@ -44,14 +50,43 @@ class TaskOutcome:
             start_time=start.isoformat() if start is not None else None,
             end_time=end.isoformat() if end is not None else None,
             duration_seconds=(end - start).total_seconds() if start is not None and end is not None else None,
+            exit_conditions=conditions.as_dict() if conditions is not None else None,
         )
 
     @property
     def succeeded(self) -> bool:
         return self.state == "completed" and self.result == "success"
 
+    @property
+    def ended(self) -> bool:
+        """Ended by a terminate request (its job's, or its own) rather than failing by itself."""
+        return self.state == "completed" and self.result == "failure" and self.failure_code == TASK_ENDED
+
+    @property
+    def accepted(self) -> bool:
+        """It failed with an exit code its exit conditions map to ``dependencyAction: satisfy``: its dependents
+        ran, and the run counts it as a success."""
+        if self.state != "completed" or self.result != "failure" or self.ended:
+            return False
+        applied = applied_exit_options(
+            self.exit_conditions, failed=True, exit_code=self.exit_code, failure_code=self.failure_code
+        )
+        return applied.by_exit_code and applied.dependency_action == "satisfy"
+
+    @property
+    def outcome(self) -> str:
+        """``succeeded``, ``accepted``, ``failed``, ``ended``, ``blocked``, or the state of an unfinished task."""
+        if self.state != "completed":
+            return "blocked" if self.blocked else self.state
+        if self.succeeded:
+            return "succeeded"
+        if self.ended:
+            return "ended"
+        return "accepted" if self.accepted else "failed"
+
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
+            "outcome": self.outcome,
             "state": self.state,
             "exit_code": self.exit_code,
             "result": self.result,
@@ -64,29 +99,44 @@ class TaskOutcome:
 
 @dataclass
 class JobOutcomes:
-    """The first ``MAX_TASK_RESULTS`` outcomes by id, every unsuccessful one, and how many tasks there are."""
+    """The first ``MAX_TASK_RESULTS`` outcomes by id, every unsuccessful one, and how many tasks there are.
+
+    Unsuccessful: neither succeeded nor accepted (a failure whose exit code the task maps to ``satisfy``).
+    """
 
     listed: list[TaskOutcome]
     unsuccessful: list[TaskOutcome]
     total: int
 
     @classmethod
-    def collect(cls, outcomes: Any) -> JobOutcomes:
+    def collect(cls, outcomes: Any, *, blocked: bool = False) -> JobOutcomes:
+        """``blocked``: the job's active tasks can never run (they wait on failures)."""
         listed: list[TaskOutcome] = []
         unsuccessful: list[TaskOutcome] = []
         total = 0
         for outcome in outcomes:
             total += 1
+            if blocked and outcome.state == "active":
+                outcome.blocked = True
             if len(listed) < MAX_TASK_RESULTS:
                 listed.append(outcome)
-            if not outcome.succeeded:
+            if not outcome.succeeded and not outcome.accepted:
                 unsuccessful.append(outcome)
         return cls(listed, unsuccessful, total)
 
     @property
     def failed(self) -> list[TaskOutcome]:
-        return [outcome for outcome in self.unsuccessful if outcome.state == "completed"]
+        """Tasks that failed by themselves (not ended by a terminate request)."""
+        return [outcome for outcome in self.unsuccessful if outcome.state == "completed" and not outcome.ended]
+
+    @property
+    def ended(self) -> list[TaskOutcome]:
+        return [outcome for outcome in self.unsuccessful if outcome.ended]
 
     @property
     def unfinished(self) -> list[TaskOutcome]:
         return [outcome for outcome in self.unsuccessful if outcome.state != "completed"]
+
+    @property
+    def accepted(self) -> list[TaskOutcome]:
+        return [outcome for outcome in self.listed if outcome.accepted]

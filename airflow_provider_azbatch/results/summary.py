@@ -33,9 +33,7 @@ def _duration(seconds: float | None) -> str:
 
 
 def _state(outcome: TaskOutcome) -> str:
-    if outcome.state != "completed":
-        return outcome.state
-    return "succeeded" if outcome.succeeded else "failed"
+    return outcome.outcome
 
 
 def _table(outcomes: list[TaskOutcome]) -> list[str]:

@@ -9,13 +9,24 @@ from typing import Any
 
 from azure.batch import models as batch_models
 
+from airflow_provider_azbatch.hooks.storage import LogLocation
+from airflow_provider_azbatch.submission import exit_conditions
 from airflow_provider_azbatch.submission import validation as check
 from airflow_provider_azbatch.submission.blob_io import InputSpec, OutputSpec
 from airflow_provider_azbatch.submission.containers import RegistryCredentials, container_settings
+from airflow_provider_azbatch.submission.exit_conditions import ExitConditions
+from airflow_provider_azbatch.submission.identity import RunAs
+from airflow_provider_azbatch.submission.job_side_tasks import JobSideTask
+from airflow_provider_azbatch.submission.overrides import apply_overrides
 from airflow_provider_azbatch.submission.shell import shell_command
 from airflow_provider_azbatch.submission.tasks import DEFAULT_COORDINATION_COMMAND, TaskSpec
 from airflow_provider_azbatch.submission.validation import MAX_COMMAND_BYTES
 from airflow_provider_azbatch.workspace.delivery import StagedWorkspace
+from airflow_provider_azbatch.workspace.staged_files import StagedFile
+
+
+def _environment(variables: Mapping[str, str]) -> list[batch_models.EnvironmentSetting] | None:
+    return [batch_models.EnvironmentSetting(name=k, value=v) for k, v in variables.items()] or None
 
 
 def _command_line(task_id: str, field_name: str, script: str) -> str:
@@ -29,6 +40,10 @@ def _command_line(task_id: str, field_name: str, script: str) -> str:
             f"{MAX_COMMAND_BYTES} bytes as one command: stage long scripts as a file (workspace=) and run that",
         )
     return command
+
+
+# Where result files are uploaded, under a task's uploaded logs.
+RESULT_FILES_DIR = "result"
 
 
 @dataclass
@@ -51,6 +66,8 @@ class TaskExtras:
     log_path: Callable[[str, str], str] | None = None
     # The staged workspace of each task that has one, by task id.
     workspaces: Mapping[str, StagedWorkspace] = field(default_factory=dict)
+    # Files for the tasks' working directories, staged in Blob (a TaskFlow function's call).
+    files: Sequence[StagedFile] = ()
 
     def container_settings(self, task_image: str | None) -> batch_models.BatchTaskContainerSettings | None:
         image = task_image or self.image
@@ -58,11 +75,18 @@ class TaskExtras:
             return None
         return container_settings(image, self.registry, self.container_run_options, self.container_working_directory)
 
-    def resource_files(self, task_inputs: Sequence[InputSpec]) -> list[batch_models.ResourceFile]:
-        return [spec.to_sdk(self.read_urls.get(spec.container or "")) for spec in (*self.inputs, *task_inputs)]
+    def resource_files(
+        self, task_inputs: Sequence[InputSpec], task_id: str | None = None
+    ) -> list[batch_models.ResourceFile]:
+        """The job's and the task's inputs, and the staged files that are the task's."""
+        files = [spec.to_sdk(self.read_urls.get(spec.container or "")) for spec in (*self.inputs, *task_inputs)]
+        if task_id is not None:
+            staged = (item for item in self.files if item.for_task(task_id))
+            files += [batch_models.ResourceFile(http_url=item.url, file_path=item.path) for item in staged]
+        return files
 
     def output_files(
-        self, job_id: str, task_id: str, task_outputs: Sequence[OutputSpec]
+        self, job_id: str, task_id: str, task_outputs: Sequence[OutputSpec], result_file: str | None = None
     ) -> list[batch_models.OutputFile]:
         files = []
         for spec in (*self.outputs, *task_outputs):
@@ -77,6 +101,16 @@ class TaskExtras:
                 upload="completion",
             )
             files.append(logs.to_sdk(self.write_urls.get(self.log_container), self.output_identity))
+            if result_file is not None:
+                # Beside the logs, so that it can be read once the node is gone (whatever the outcome: a
+                # TaskFlow function's result file also says how it failed).
+                result = OutputSpec(
+                    pattern=result_file,
+                    container=self.log_container,
+                    path=f"{self.log_path(job_id, task_id)}/{RESULT_FILES_DIR}/{result_file}",
+                    upload="completion",
+                )
+                files.append(result.to_sdk(self.write_urls.get(self.log_container), self.output_identity))
         return files
 
 
@@ -102,6 +136,37 @@ class JobSubmission:
     auto_pool: Mapping[str, Any] | None = None
     auto_pool_prefix: str = "airflow"
     extras: TaskExtras = field(default_factory=TaskExtras)
+    # Where the tasks' logs are uploaded (read from there once a node is gone).
+    log_location: LogLocation | None = None
+    priority: int | None = None
+    # Who every task runs as unless it says (None: the service's default, the pool's non-admin automatic user).
+    run_as: RunAs | None = None
+    # REST fields merged over the generated job, and over every task (before each task's own overrides).
+    job_overrides: Mapping[str, Any] = field(default_factory=dict)
+    task_overrides: Mapping[str, Any] = field(default_factory=dict)
+    # The first failure terminates the job (see exit_conditions); tasks' own values win over the defaults.
+    fail_fast: bool = False
+    default_exit_conditions: ExitConditions | None = None
+    default_skip_codes: frozenset[int] | None = None
+    job_preparation: JobSideTask | None = None
+    job_release: JobSideTask | None = None
+    default_result_file: str | None = None
+
+    def result_file_of(self, task: TaskSpec) -> str | None:
+        return task.result_file if task.result_file is not None else self.default_result_file
+
+    def exit_conditions_of(self, task: TaskSpec) -> ExitConditions | None:
+        return task.exit_conditions if task.exit_conditions is not None else self.default_exit_conditions
+
+    def skip_codes_of(self, task: TaskSpec) -> frozenset[int] | None:
+        return task.skip_on_exit_code if task.skip_on_exit_code is not None else self.default_skip_codes
+
+    @property
+    def acts_on_job(self) -> bool:
+        """A task's exit can end (or disable) the job: it is sent with ``onTaskFailure`` acting on exit options."""
+        if self.fail_fast:
+            return True
+        return any((conditions := self.exit_conditions_of(task)) and conditions.acts_on_job for task in self.tasks)
 
     def pool_info(self) -> batch_models.BatchPoolInfo:
         if self.auto_pool is not None:
@@ -119,8 +184,9 @@ class JobSubmission:
         constraints = None
         if self.job_max_wall_clock is not None:
             constraints = batch_models.BatchJobConstraints(max_wall_clock_time=self.job_max_wall_clock)
-        return batch_models.BatchJobCreateOptions(
+        options = batch_models.BatchJobCreateOptions(
             id=self.job_id,
+            priority=self.priority,
             display_name=self.display_name,
             pool_info=self.pool_info(),
             uses_task_dependencies=any(task.depends_on for task in self.tasks) or None,
@@ -134,12 +200,60 @@ class JobSubmission:
             # Set to terminate-job only once every task is added: a job told to end when all its tasks are
             # done could end between two batches.
             all_tasks_complete_mode=batch_models.BatchAllTasksCompleteMode.NO_ACTION,
+            task_failure_mode=batch_models.BatchTaskFailureMode.PERFORM_EXIT_OPTIONS_JOB_ACTION
+            if self.acts_on_job
+            else None,
+            job_preparation_task=self._preparation_task(),
+            job_release_task=self._release_task(),
+        )
+        return apply_overrides(options, self.job_overrides)
+
+    def _side_task_parts(self, side: JobSideTask) -> dict[str, Any]:
+        """What preparation and release tasks share with tasks: command, environment, inputs, image, workspace."""
+        extras = self.extras
+        command = side.command
+        resource_files = extras.resource_files(side.inputs)
+        staged = extras.workspaces.get(side.id)
+        if staged is not None:
+            command = f"{staged.prelude()}\n{command}"
+            resource_files.append(staged.resource_file(shared=False))
+        run_as = side.run_as or self.run_as
+        return {
+            "id": side.id,
+            "user_identity": batch_models.UserIdentity(run_as.to_rest()) if run_as is not None else None,
+            "command_line": _command_line(f"job_{side.kind}", "command", command),
+            "container_settings": extras.container_settings(side.image),
+            "resource_files": resource_files or None,
+            "environment_settings": [
+                batch_models.EnvironmentSetting(name=k, value=v) for k, v in side.environment.items()
+            ]
+            or None,
+        }
+
+    def _preparation_task(self) -> batch_models.BatchJobPreparationTask | None:
+        side = self.job_preparation
+        if side is None:
+            return None
+        constraints = None
+        if side.max_wall_clock is not None or side.max_retries is not None:
+            constraints = batch_models.BatchTaskConstraints(
+                max_wall_clock_time=side.max_wall_clock, max_task_retry_count=side.max_retries
+            )
+        return batch_models.BatchJobPreparationTask(
+            **self._side_task_parts(side), constraints=constraints, wait_for_success=side.wait_for_success
         )
 
-    def task_options(self) -> list[batch_models.BatchTaskCreateOptions]:
-        return [self._task_options(task) for task in self.tasks]
+    def _release_task(self) -> batch_models.BatchJobReleaseTask | None:
+        side = self.job_release
+        if side is None:
+            return None
+        return batch_models.BatchJobReleaseTask(**self._side_task_parts(side), max_wall_clock_time=side.max_wall_clock)
 
-    def _task_options(self, task: TaskSpec) -> batch_models.BatchTaskCreateOptions:
+    def task_options(self) -> list[batch_models.BatchTaskCreateOptions]:
+        acts_on_job = self.acts_on_job
+        return [self._task_options(task, acts_on_job) for task in self.tasks]
+
+    def _task_options(self, task: TaskSpec, acts_on_job: bool) -> batch_models.BatchTaskCreateOptions:
         extras = self.extras
         retries = task.max_retries if task.max_retries is not None else self.default_retries
         wall_clock = task.max_wall_clock or self.default_wall_clock
@@ -149,7 +263,7 @@ class JobSubmission:
                 max_task_retry_count=retries, max_wall_clock_time=wall_clock
             )
         staged = extras.workspaces.get(task.id)
-        resource_files = extras.resource_files(task.inputs)
+        resource_files = extras.resource_files(task.inputs, task.id)
         multi = None
         command = task.command_line
         if task.num_nodes > 1:
@@ -165,7 +279,8 @@ class JobSubmission:
         elif staged is not None:
             command = f"{staged.prelude()}\n{command}"
             resource_files.append(staged.resource_file(shared=False))
-        return batch_models.BatchTaskCreateOptions(
+        run_as = task.run_as or self.run_as
+        options = batch_models.BatchTaskCreateOptions(
             id=task.id,
             command_line=_command_line(task.id, "command_line", command),
             display_name=task.display_name,
@@ -177,5 +292,17 @@ class JobSubmission:
             multi_instance_settings=multi,
             container_settings=extras.container_settings(task.image),
             resource_files=resource_files or None,
-            output_files=extras.output_files(self.job_id, task.id, task.outputs) or None,
+            output_files=extras.output_files(self.job_id, task.id, task.outputs, self.result_file_of(task)) or None,
+            user_identity=batch_models.UserIdentity(run_as.to_rest()) if run_as is not None else None,
+            exit_conditions=self._exit_conditions(task, acts_on_job),
         )
+        return apply_overrides(options, self.task_overrides, task.overrides)
+
+    def _exit_conditions(self, task: TaskSpec, acts_on_job: bool) -> batch_models.ExitConditions | None:
+        rest = exit_conditions.to_rest(
+            self.exit_conditions_of(task),
+            fail_fast=self.fail_fast,
+            acts_on_job=acts_on_job,
+            skip=self.skip_codes_of(task),
+        )
+        return batch_models.ExitConditions(rest) if rest is not None else None

@@ -15,6 +15,7 @@ from airflow_provider_azbatch.hooks.storage import LogLocation
 from airflow_provider_azbatch.submission.blob_io import InputSpec, OutputSpec
 from airflow_provider_azbatch.submission.containers import RegistryConfigError, RegistryCredentials
 from airflow_provider_azbatch.submission.job import TaskExtras
+from airflow_provider_azbatch.submission.job_side_tasks import JobSideTask
 from airflow_provider_azbatch.submission.options import BlobOptions, ContainerOptions
 from airflow_provider_azbatch.submission.tasks import TaskSpec
 
@@ -29,7 +30,10 @@ def registry_credentials(hook: Any, containers: ContainerOptions) -> RegistryCre
 
 
 def blob_plan(
-    specs: Sequence[TaskSpec], blob: BlobOptions, inputs: tuple[InputSpec, ...], outputs: tuple[OutputSpec, ...]
+    specs: Sequence[TaskSpec | JobSideTask],
+    blob: BlobOptions,
+    inputs: tuple[InputSpec, ...],
+    outputs: tuple[OutputSpec, ...],
 ) -> tuple[list[str], list[str], LogLocation | None]:
     """(containers tasks read, containers tasks write, where logs go): checked, no I/O."""
     output_container = blob.output_container
@@ -54,7 +58,7 @@ def blob_plan(
 
 def task_extras(
     hook: Any,
-    specs: Sequence[TaskSpec],
+    specs: Sequence[TaskSpec | JobSideTask],
     containers: ContainerOptions,
     registry: RegistryCredentials | None,
     blob: BlobOptions,

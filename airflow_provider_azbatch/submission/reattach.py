@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from airflow_provider_azbatch.compat import incr_metric
 from airflow_provider_azbatch.enums import enum_value
 from airflow_provider_azbatch.submission.job import JobSubmission
 from airflow_provider_azbatch.submission.job_ids import attempt_job_id
@@ -85,11 +86,7 @@ def submit(hook: Any, submission: JobSubmission) -> bool:
 
 
 def _metric(name: str, operator: str) -> None:
-    try:
-        from airflow.sdk._shared.observability.metrics import stats
-    except ImportError:  # pragma: no cover - an Airflow without the task SDK's metrics
-        return
-    stats.incr(f"resumable_job.{name}", tags={"operator": operator})
+    incr_metric(f"resumable_job.{name}", tags={"operator": operator})
 
 
 def submit_or_reattach(

@@ -10,6 +10,9 @@ from typing import Any
 
 from airflow_provider_azbatch.submission import validation as check
 from airflow_provider_azbatch.submission.blob_io import InputSpec, OutputSpec, parse_inputs, parse_outputs
+from airflow_provider_azbatch.submission.exit_conditions import ExitConditions, skip_codes
+from airflow_provider_azbatch.submission.identity import RunAs
+from airflow_provider_azbatch.submission.overrides import TASK_OVERRIDES
 from airflow_provider_azbatch.workspace.spec import Workspace
 
 TASK_FIELDS = (
@@ -27,6 +30,11 @@ TASK_FIELDS = (
     "inputs",
     "outputs",
     "workspace",
+    "run_as",
+    "overrides",
+    "exit_conditions",
+    "skip_on_exit_code",
+    "result_file",
 )
 # What a multi-node task's instances run before the primary's command when none is given.
 DEFAULT_COORDINATION_COMMAND = "true"
@@ -38,7 +46,13 @@ class TaskSpec:
     ``environment``, ``max_retries``, ``max_wall_clock`` (timedelta or seconds), ``depends_on`` (ids),
     ``required_slots``, ``display_name``, ``image`` (run in this container image), ``num_nodes`` with
     ``coordination_command`` (a multi-node task), ``inputs`` and ``outputs`` (Blob; see blob_io),
-    ``workspace`` (a local directory unpacked into ``workspace/``; see :mod:`airflow_provider_azbatch.workspace`)."""
+    ``workspace`` (a local directory unpacked into ``workspace/``; see :mod:`airflow_provider_azbatch.workspace`),
+    ``run_as`` (who it runs as; see :mod:`airflow_provider_azbatch.submission.identity`), ``overrides`` (Batch
+    REST task fields merged over the generated task; see :mod:`airflow_provider_azbatch.submission.overrides`),
+    ``exit_conditions`` (what its exit codes do to the job and its dependents; see
+    :mod:`~airflow_provider_azbatch.submission.exit_conditions`), ``skip_on_exit_code`` (exit codes that skip the
+    Airflow task when they are the job's only failures), ``result_file`` (a JSON file the task writes in its
+    working directory, read back into the XCom result when the job succeeded)."""
 
     id: str
     command_line: str
@@ -54,6 +68,11 @@ class TaskSpec:
     inputs: tuple[InputSpec, ...] = ()
     outputs: tuple[OutputSpec, ...] = ()
     workspace: Workspace | None = None
+    run_as: RunAs | None = None
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+    exit_conditions: ExitConditions | None = None
+    skip_on_exit_code: frozenset[int] | None = None
+    result_file: str | None = None
 
     @classmethod
     def parse(cls, value: Any, where: str) -> TaskSpec:
@@ -102,6 +121,11 @@ class TaskSpec:
             inputs=parse_inputs(value.get("inputs"), f"{where}.inputs"),
             outputs=parse_outputs(value.get("outputs"), f"{where}.outputs"),
             workspace=Workspace.parse(value.get("workspace"), f"{where}.workspace"),
+            run_as=RunAs.parse(value.get("run_as"), f"{where}.run_as"),
+            overrides=TASK_OVERRIDES.check(value.get("overrides"), f"{where}.overrides"),
+            exit_conditions=ExitConditions.parse(value.get("exit_conditions"), f"{where}.exit_conditions"),
+            skip_on_exit_code=skip_codes(value.get("skip_on_exit_code"), f"{where}.skip_on_exit_code"),
+            result_file=check.relative_path(value.get("result_file"), f"{where}.result_file"),
         )
 
 

@@ -49,6 +49,7 @@ else:  # aiohttp's own dependency before Python 3.11
     from async_timeout import timeout_at  # type: ignore[import-not-found, unused-ignore]
 
 from airflow_provider_azbatch import config
+from airflow_provider_azbatch.compat import aget_xcom, aset_xcom
 from airflow_provider_azbatch.hooks.batch_async import AzureBatchAsyncHook
 from airflow_provider_azbatch.hooks.errors import describe_error
 from airflow_provider_azbatch.pools.health import PoolProblem
@@ -478,9 +479,7 @@ class AzureBatchJobTrigger(BaseTrigger):
         if where is None:
             return None
         try:
-            from airflow.sdk.bases.xcom import BaseXCom
-
-            saved = await BaseXCom.aget_one(key=CHECKPOINT_KEY, **where)
+            saved = await aget_xcom(CHECKPOINT_KEY, **where)
         except Exception as exc:
             self.log.debug("No checkpoint read (%s)", exc)
             return None
@@ -501,8 +500,6 @@ class AzureBatchJobTrigger(BaseTrigger):
         if where is None:
             return
         try:
-            from airflow.sdk.bases.xcom import BaseXCom
-
-            await BaseXCom.aset(CHECKPOINT_KEY, state, **where)
+            await aset_xcom(CHECKPOINT_KEY, state, **where)
         except Exception as exc:
             self.log.debug("Checkpoint not written (%s)", exc)

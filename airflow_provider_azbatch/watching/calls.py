@@ -28,6 +28,9 @@ READ_METHODS = (
     "list_nodes_in_states",
     "read_node_file_tail",
     "list_pool_nodes",
+    "list_active_dependencies",
+    "list_failed_tasks",
+    "list_preparation_status",
 )
 
 

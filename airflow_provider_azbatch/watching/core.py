@@ -6,7 +6,10 @@ a step costs:
 - always one ``taskcounts`` request; the job itself is read when the counts moved, every poll while
   tasks wait and none runs (so a job terminated from outside is noticed at the next poll), and at least
   every ``JOB_STATE_CHECK_SECONDS``;
-- the pool, every ``pool_check_interval`` while tasks wait and none runs;
+- the pool, every ``pool_check_interval`` while tasks wait and none runs (and the job preparation task's
+  status, when the tasks wait for it);
+- the active and the failed tasks, once no task runs and some failed, when the counts moved (see
+  :mod:`.blocking`: tasks that wait on failed tasks end the watch);
 - the states of the streamed tasks, when the counts moved;
 - for each streamed task that runs: one file listing (sizes of stdout and stderr), then one ranged read
   per stream that grew, of the new bytes only. A task whose output grew is listed every poll; one whose
@@ -27,6 +30,15 @@ from datetime import datetime, timezone
 from typing import Any, Protocol
 
 from airflow_provider_azbatch.pools.health import PoolProblem, check_pool
+from airflow_provider_azbatch.watching.blocking import (
+    ActiveTask,
+    Blocked,
+    FailedTask,
+    SideTaskRun,
+    blocked_by_dependencies,
+    blocked_state,
+    preparation_blocks_all,
+)
 from airflow_provider_azbatch.watching.budget import Unlimited
 from airflow_provider_azbatch.watching.calls import Call, Step, ask, raise_first_error
 from airflow_provider_azbatch.watching.state import (
@@ -47,6 +59,8 @@ JOB_STATE_CHECK_SECONDS = 60.0
 # A pool made for the job: its nodes are listed when the counts move and at least this often (its node
 # time is what the job cost, and the pool goes with the job).
 NODE_SAMPLE_SECONDS = 60.0
+# Failed job preparation runs kept in the state (where they failed, their exit code, where their output is).
+NAMED_PREPARATION_FAILURES = 3
 # A quiet stream is listed every poll for this many looks, then half as often, and so on.
 QUIET_LOOKS_PER_LEVEL = 2
 DEFAULT_IDLE_STREAM_SECONDS = 30.0
@@ -122,6 +136,8 @@ class JobWatcher:
         self.last_job_check: float | None = None
         self.last_pool_check: float | None = None
         self.last_node_sample: float | None = None
+        # The task counts at the last look at the job's dependencies (looked at again when they move).
+        self._dependencies_seen_at: dict[str, int] | None = None
         self._tails: dict[tuple[str, str], Tail] = {}
         self._looks: dict[str, _Look] = {}
         self._saved: dict[tuple[str, str], tuple[int, str | None, bool]] = {}
@@ -147,10 +163,18 @@ class JobWatcher:
         elif moved and not self.all_tasks_done():
             (status,) = yield from ask(Call("get_job_status", (state.job_id,)))
             self._observe_job(status, now)
+        if self._dependency_check_due():
+            self._dependencies_seen_at = state.counts
+            active, failed = yield from ask(
+                Call("list_active_dependencies", (state.job_id,)), Call("list_failed_tasks", (state.job_id,))
+            )
+            self._observe_dependencies(active, failed)
         if self._pool_check_due(now):
             self.last_pool_check = now
             assert state.pool_id is not None
             self._observe_pool((yield from check_pool(state.pool_id)))
+            if state.waits_for_preparation:
+                yield from self._check_preparation(state.pool_id)
         if self._node_sample_due(now, moved):
             self.last_node_sample = now
             assert state.pool_id is not None
@@ -182,6 +206,8 @@ class JobWatcher:
     def _job_check_due(self, now: float) -> bool:
         if self.last_job_check is None or self._waiting():
             return True
+        if self.state.has_release and self.all_tasks_done():
+            return True  # its release task runs now: the job is over when it completes
         return now - self.last_job_check >= JOB_STATE_CHECK_SECONDS
 
     def _observe_job(self, status: JobStatus | None, now: float) -> None:
@@ -193,6 +219,52 @@ class JobWatcher:
         self.state.terminate_reason = status.terminate_reason
         if status.pool_id:
             self.state.pool_id = status.pool_id
+
+    # -- what can never run -------------------------------------------------------------------------
+    def _dependency_check_due(self) -> bool:
+        """No task runs, some failed, some wait: whether they wait for nothing (looked at when counts move)."""
+        state = self.state
+        counts = state.counts
+        return (
+            state.blocked is None
+            and counts is not None
+            and counts["running"] == 0
+            and counts["active"] > 0
+            and counts["failed"] > 0
+            and state.job_state not in TERMINAL_JOB_STATES
+            and counts != self._dependencies_seen_at
+        )
+
+    def _observe_dependencies(self, active: list[ActiveTask], failed: list[FailedTask]) -> None:
+        blocked, waited_on = blocked_by_dependencies(active, failed)
+        if active and len(blocked) == len(active):
+            self.state.blocked = blocked_state("dependencies", blocked, len(blocked), failed=waited_on).to_json()
+            self.emit(
+                None,
+                f"Batch job {self.state.job_id}: nothing more can run: {Blocked.from_json(self.state.blocked).named()} "
+                f"wait{'s' if len(blocked) == 1 else ''} on failed tasks ({', '.join(waited_on)})",
+            )
+
+    def _check_preparation(self, pool_id: str) -> Step[None]:
+        """Tasks wait and none runs: did the job preparation task fail on every node of the pool?"""
+        state = self.state
+        runs, pool = yield from ask(
+            Call("list_preparation_status", (state.job_id,)), Call("get_pool_snapshot", (pool_id,))
+        )
+        current = (pool.current_dedicated_nodes or 0) + (pool.current_low_priority_nodes or 0) if pool else 0
+        failed: list[SideTaskRun] = preparation_blocks_all(runs, current)
+        if not failed:
+            return
+        (active,) = yield from ask(Call("list_active_dependencies", (state.job_id,)))
+        ids = [task.id for task in active]
+        state.blocked = blocked_state(
+            "preparation", ids, len(ids), nodes=[run.to_json() for run in failed[:NAMED_PREPARATION_FAILURES]]
+        ).to_json()
+        self.emit(
+            None,
+            f"Batch job {state.job_id}: nothing more can run: its job preparation task failed on every node of "
+            f"pool {pool_id} ({len(failed)})",
+        )
 
     def _pool_check_due(self, now: float) -> bool:
         """Tasks wait and none runs: is the pool still able to give them nodes? (checked now and then)"""
@@ -241,8 +313,14 @@ class JobWatcher:
         return counts["completed"] >= expected
 
     def job_over(self) -> bool:
-        """Every task finished, or the job ended (terminated, hit its wall clock) with tasks left."""
-        return self.all_tasks_done() or self.state.job_state in TERMINAL_JOB_STATES
+        """Every task finished (and the job's release task ran), the job ended (terminated, hit its wall clock)
+        with tasks left, or nothing more can run."""
+        state = self.state
+        if state.blocked is not None:
+            return True
+        if state.has_release:
+            return state.job_state in ("completed", "deleting")
+        return self.all_tasks_done() or state.job_state in TERMINAL_JOB_STATES
 
     # -- output -------------------------------------------------------------------------------------
     def _tasks_to_refresh(self) -> list[str]:

@@ -10,8 +10,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-import structlog
-
+from airflow_provider_azbatch.compat import named_logger
 from airflow_provider_azbatch.watching.core import Emit
 
 TASK_LOGGER_PREFIX = "azbatch.task"
@@ -19,7 +18,7 @@ TASK_LOGGER_PREFIX = "azbatch.task"
 
 @lru_cache(maxsize=4096)
 def task_logger(task_id: str) -> Any:
-    return structlog.get_logger(f"{TASK_LOGGER_PREFIX}.{task_id}")
+    return named_logger(f"{TASK_LOGGER_PREFIX}.{task_id}")
 
 
 def log_emitter(job_log: Any) -> Emit:

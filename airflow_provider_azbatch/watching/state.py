@@ -90,6 +90,13 @@ class WatchState:
     # (node id -> {"dedicated", "allocated", "seen", "gone"}), for what the job cost.
     auto_pool_vm_size: str | None = None
     nodes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # The job has a preparation task its tasks wait for (``waitForSuccess``): one that failed on every node
+    # of the pool blocks them for good. The job has a release task: it is over once that ran (job completed).
+    has_preparation: bool = False
+    waits_for_preparation: bool = False
+    has_release: bool = False
+    # Nothing more can run (a :class:`~.blocking.Blocked` as JSON): the watch is over.
+    blocked: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -107,6 +114,10 @@ class WatchState:
             "log_location": self.log_location,
             "auto_pool_vm_size": self.auto_pool_vm_size,
             "nodes": {node: dict(record) for node, record in self.nodes.items()},
+            "has_preparation": self.has_preparation,
+            "waits_for_preparation": self.waits_for_preparation,
+            "has_release": self.has_release,
+            "blocked": self.blocked,
         }
 
     @classmethod

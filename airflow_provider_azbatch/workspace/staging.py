@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from airflow_provider_azbatch import config
+from airflow_provider_azbatch.submission.job_side_tasks import JobSideTask
 from airflow_provider_azbatch.submission.tasks import TaskSpec
 from airflow_provider_azbatch.workspace.delivery import StagedWorkspace
 from airflow_provider_azbatch.workspace.packing import PackedWorkspace, pack
@@ -16,14 +17,14 @@ from airflow_provider_azbatch.workspace.spec import Workspace
 
 def stage_workspaces(
     hook: Any,
-    specs: Sequence[TaskSpec],
+    specs: Sequence[TaskSpec | JobSideTask],
     default: Workspace | None,
     base_dir: Path,
     lifetime: timedelta,
     log: Any,
 ) -> tuple[dict[str, StagedWorkspace], list[PackedWorkspace]]:
     """(staged workspace by task id, every distinct workspace packed). An archive already staged under its
-    content hash is not uploaded again."""
+    content hash is not uploaded again. Job preparation and release tasks get the job's workspace."""
     staged_by_key: dict[tuple[Any, ...], tuple[StagedWorkspace, PackedWorkspace]] = {}
     by_task: dict[str, StagedWorkspace] = {}
     for index, spec in enumerate(specs):

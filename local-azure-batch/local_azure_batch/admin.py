@@ -1,4 +1,4 @@
-"""Administration endpoints (not part of the Batch API): health, request counts, faults and quotas.
+"""Administration endpoints (not part of the Batch API): health, request counts and log, faults, quotas, storage.
 
 GET          /_emulator/health
 GET | DELETE /_emulator/stats      requests served per REST operation id
@@ -8,6 +8,8 @@ GET | DELETE /_emulator/requests   the latest requests, oldest first: when each 
 GET | PUT    /_emulator/faults     the fault rules (PUT takes the spec as the body)
 GET | PUT    /_emulator/quota      {"jobs": N, "pools": N, "nodes": N}; null is no limit, a name left out
                                    is left as it is
+GET | PUT    /_emulator/storage    {"blobEndpoints": {account: url}, "mountSources": {source: dir}}; PUT adds to
+                                   them (a null value removes one)
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ if TYPE_CHECKING:
 
 # Quota name on the admin API -> the service setting.
 QUOTAS = {"jobs": "job_quota", "pools": "pool_quota", "nodes": "node_quota"}
+# Storage name on the admin API -> the service setting.
+STORAGE = {"blobEndpoints": "blob_endpoints", "mountSources": "mount_sources"}
 
 
 def admin_routes(server: LocalBatchServer) -> list[web.RouteDef]:
@@ -40,6 +44,8 @@ def admin_routes(server: LocalBatchServer) -> list[web.RouteDef]:
         web.put("/_emulator/faults", admin.put_faults),
         web.get("/_emulator/quota", admin.quota),
         web.put("/_emulator/quota", admin.put_quota),
+        web.get("/_emulator/storage", admin.storage),
+        web.put("/_emulator/storage", admin.put_storage),
     ]
 
 
@@ -100,6 +106,36 @@ class _Admin:
         for name, value in body.items():
             setattr(settings, QUOTAS[name], value)
         return web.json_response(self._quota())
+
+    async def storage(self, request: web.Request) -> web.Response:
+        return web.json_response(self._storage())
+
+    async def put_storage(self, request: web.Request) -> web.Response:
+        try:
+            body = json.loads(await request.text() or "{}")
+        except json.JSONDecodeError as exc:
+            return web.json_response({"error": f"the body is not JSON: {exc}"}, status=400)
+        if not isinstance(body, dict) or set(body) - set(STORAGE):
+            return web.json_response({"error": f"give an object with any of {', '.join(STORAGE)}"}, status=400)
+        for name, mapping in body.items():
+            valid = isinstance(mapping, dict) and all(
+                isinstance(key, str) and (value is None or isinstance(value, str)) for key, value in mapping.items()
+            )
+            if not valid:
+                return web.json_response({"error": f"{name} must map names to strings (null removes one)"}, status=400)
+        settings = self._settings()
+        for name, mapping in body.items():
+            current = getattr(settings, STORAGE[name])
+            for key, value in mapping.items():
+                if value is None:
+                    current.pop(key, None)
+                else:
+                    current[key] = value
+        return web.json_response(self._storage())
+
+    def _storage(self) -> dict[str, dict[str, str]]:
+        settings = self._settings()
+        return {name: dict(getattr(settings, setting)) for name, setting in STORAGE.items()}
 
     def _settings(self) -> ServiceSettings:
         assert self.server.service is not None

@@ -18,7 +18,14 @@ from pathlib import Path
 
 from aiohttp import web
 
-from .account import DEV_ACCOUNT_KEY, DEV_ACCOUNT_NAME, DEV_CLIENT_ID, DEV_CLIENT_SECRET, DEV_TENANT_ID
+from .account import (
+    DEV_ACCOUNT_KEY,
+    DEV_ACCOUNT_NAME,
+    DEV_CLIENT_ID,
+    DEV_CLIENT_SECRET,
+    DEV_SUBSCRIPTION_ID,
+    DEV_TENANT_ID,
+)
 from .admin import admin_routes
 from .auth.authority import ServicePrincipal, TokenAuthority
 from .auth.shared_key import verify_shared_key
@@ -68,6 +75,9 @@ class EmulatorConfig:
     pool_quota: int | None = None
     sp_certificate: Path | None = None
     log_requests: bool = True
+    subscription_id: str = DEV_SUBSCRIPTION_ID
+    blob_endpoints: dict[str, str] = field(default_factory=dict)
+    mount_sources: dict[str, str] = field(default_factory=dict)
     request_log_size: int = 100_000
 
 
@@ -135,6 +145,9 @@ class LocalBatchServer:
                 node_quota=config.node_quota,
                 job_quota=config.job_quota,
                 pool_quota=config.pool_quota,
+                subscription_id=config.subscription_id,
+                blob_endpoints=dict(config.blob_endpoints),
+                mount_sources=dict(config.mount_sources),
             )
         )
         await self.service.start()

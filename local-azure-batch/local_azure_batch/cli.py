@@ -9,7 +9,7 @@ import signal
 import sys
 from pathlib import Path
 
-from .account import DEV_ACCOUNT_KEY, DEV_ACCOUNT_NAME
+from .account import DEV_ACCOUNT_KEY, DEV_ACCOUNT_NAME, DEV_SUBSCRIPTION_ID
 from .app import EmulatorConfig, LocalBatchServer
 from .faults import FaultSpecError
 
@@ -59,6 +59,29 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--sp-certificate", type=Path, help="PEM certificate accepted for the development service principal"
     )
+    parser.add_argument(
+        "--subscription-id",
+        default=DEV_SUBSCRIPTION_ID,
+        help="the subscription the account is in: pools' subnets and public IPs must be in it "
+        f"(default {DEV_SUBSCRIPTION_ID})",
+    )
+    parser.add_argument(
+        "--blob-endpoint",
+        action="append",
+        default=[],
+        type=_mapping,
+        metavar="ACCOUNT=URL",
+        help="the Blob endpoint of a storage account, for blobfuse mounts (e.g. "
+        "devstoreaccount1=http://127.0.0.1:10000/devstoreaccount1 for Azurite); repeatable",
+    )
+    parser.add_argument(
+        "--mount-source",
+        action="append",
+        default=[],
+        type=_mapping,
+        metavar="SOURCE=DIR",
+        help="a local directory standing for an NFS export, Azure Files URL or CIFS share a pool mounts; repeatable",
+    )
     parser.add_argument("--quiet", action="store_true", help="do not log requests")
     parser.add_argument(
         "--request-log",
@@ -68,6 +91,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="keep the last N requests for GET /_emulator/requests (default 100000; 0: none)",
     )
     return parser
+
+
+def _mapping(text: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep or not name or not value:
+        raise argparse.ArgumentTypeError("give NAME=VALUE")
+    return name, value
 
 
 def _non_negative_int(text: str) -> int:
@@ -105,6 +135,9 @@ def main(argv: list[str] | None = None) -> int:
         pool_quota=args.pool_quota,
         sp_certificate=args.sp_certificate,
         log_requests=not args.quiet,
+        subscription_id=args.subscription_id,
+        blob_endpoints=dict(args.blob_endpoint),
+        mount_sources=dict(args.mount_source),
         request_log_size=args.request_log,
     )
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stdout)

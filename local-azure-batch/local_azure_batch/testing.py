@@ -28,7 +28,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .account import DEV_ACCOUNT_KEY, DEV_ACCOUNT_NAME, DEV_CLIENT_ID, DEV_CLIENT_SECRET, DEV_TENANT_ID
+from .account import (
+    DEV_ACCOUNT_KEY,
+    DEV_ACCOUNT_NAME,
+    DEV_CLIENT_ID,
+    DEV_CLIENT_SECRET,
+    DEV_SUBSCRIPTION_ID,
+    DEV_TENANT_ID,
+)
 
 STARTUP_TIMEOUT_SECONDS = 30.0
 
@@ -43,6 +50,7 @@ class LocalBatchService:
     process: subprocess.Popen[str]
     ca_file: str | None = None
     tenant_id: str = DEV_TENANT_ID
+    subscription_id: str = DEV_SUBSCRIPTION_ID
     client_id: str = DEV_CLIENT_ID
     client_secret: str = DEV_CLIENT_SECRET
     output: deque[str] = field(default_factory=lambda: deque(maxlen=2000))
@@ -90,6 +98,18 @@ class LocalBatchService:
 
     def quota(self) -> dict[str, int | None]:
         return self._admin("GET", "quota")
+
+    def set_storage(
+        self, *, blob_endpoints: dict[str, str | None] | None = None, mount_sources: dict[str, str | None] | None = None
+    ) -> dict[str, dict[str, str]]:
+        """Add (or with None remove) Blob endpoints of storage accounts and local directories standing for mount
+        sources; returns both as they now stand."""
+        body: dict[str, Any] = {}
+        if blob_endpoints is not None:
+            body["blobEndpoints"] = blob_endpoints
+        if mount_sources is not None:
+            body["mountSources"] = mount_sources
+        return self._admin("PUT", "storage", json.dumps(body))
 
     def log_text(self) -> str:
         return "\n".join(self.output)

@@ -283,3 +283,10 @@ class AirflowCluster:
     def mark(self, dag_id: str, run_id: str, task_id: str, state: str, map_index: int = -1) -> None:
         instance = f"{task_id}/{map_index}" if map_index >= 0 else task_id
         self.api("PATCH", f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{instance}", {"new_state": state})
+
+    def xcom(self, dag_id: str, run_id: str, task_id: str, key: str = "return_value") -> Any:
+        """An XCom value as the REST API gives it (deserialized)."""
+        entry = self.api(
+            "GET", f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/xcomEntries/{key}?deserialize=true"
+        )
+        return entry["value"]

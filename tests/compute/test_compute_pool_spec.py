@@ -27,14 +27,14 @@ BIG = VmSize("standard_big", "test", 16, 64.0, 0.80)
 T4X4 = VmSize("standard_t4x4", "test", 64, 440.0, 4.00, 4, "T4", 16.0)
 CATALOG = VmCatalog([SMALL, BIG, T4X4], region="testregion")
 
-JAMMY = PoolImage("canonical", "0001-com-ubuntu-server-jammy", "22_04-lts", "latest", "batch.node.ubuntu 22.04")
-JAMMY_REF = {
+NOBLE = PoolImage("canonical", "ubuntu-24_04-lts", "server", "latest", "batch.node.ubuntu 24.04")
+NOBLE_REF = {
     "publisher": "canonical",
-    "offer": "0001-com-ubuntu-server-jammy",
-    "sku": "22_04-lts",
+    "offer": "ubuntu-24_04-lts",
+    "sku": "server",
     "version": "latest",
 }
-HPC_REF = {"publisher": "microsoft-dsvm", "offer": "ubuntu-hpc", "sku": "2204", "version": "latest"}
+HPC_REF = {"publisher": "microsoft-dsvm", "offer": "ubuntu-hpc", "sku": "2404", "version": "latest"}
 
 
 @pytest.mark.parametrize(
@@ -59,12 +59,12 @@ def test_autoscaled_pool_to_rest() -> None:
     spec = pool_spec_from_requirements(ResourceRequirements(cpus=1, memory_gib=2), max_nodes=5, catalog=CATALOG)
 
     assert spec.vm_size == SMALL
-    assert spec.image == JAMMY
+    assert spec.image == NOBLE
     assert spec.to_rest() == {
         "vmSize": "standard_small",
         "virtualMachineConfiguration": {
-            "imageReference": JAMMY_REF,
-            "nodeAgentSKUId": "batch.node.ubuntu 22.04",
+            "imageReference": NOBLE_REF,
+            "nodeAgentSKUId": "batch.node.ubuntu 24.04",
         },
         "taskSlotsPerNode": 2,
         "enableAutoScale": True,
@@ -102,8 +102,8 @@ def test_fixed_pool_to_rest(low_priority: bool, dedicated: int, low: int) -> Non
     assert spec.to_rest() == {
         "vmSize": "standard_big",
         "virtualMachineConfiguration": {
-            "imageReference": JAMMY_REF,
-            "nodeAgentSKUId": "batch.node.ubuntu 22.04",
+            "imageReference": NOBLE_REF,
+            "nodeAgentSKUId": "batch.node.ubuntu 24.04",
         },
         "taskSlotsPerNode": 2,
         "enableAutoScale": False,
@@ -123,7 +123,7 @@ def test_container_pool_prefetches_images() -> None:
 
     assert spec.to_rest()["virtualMachineConfiguration"] == {
         "imageReference": HPC_REF,
-        "nodeAgentSKUId": "batch.node.ubuntu 22.04",
+        "nodeAgentSKUId": "batch.node.ubuntu 24.04",
         "containerConfiguration": {
             "type": "dockerCompatible",
             "containerImageNames": ["myacr.azurecr.io/app:1", "python:3.11"],
@@ -154,7 +154,7 @@ def test_gpu_pool_gets_the_driver_image_without_containers() -> None:
     assert spec.task_slots_per_node == 4
     assert spec.to_rest()["virtualMachineConfiguration"] == {
         "imageReference": HPC_REF,
-        "nodeAgentSKUId": "batch.node.ubuntu 22.04",
+        "nodeAgentSKUId": "batch.node.ubuntu 24.04",
     }
 
 
@@ -248,19 +248,19 @@ def test_pool_arguments_are_validated(kwargs: dict, error: type[Exception], mess
 )
 def test_pool_spec_validation(kwargs: dict, message: str) -> None:
     with pytest.raises(InvalidPoolSpecError) as info:
-        PoolSpec(**{"vm_size": SMALL, "image": JAMMY, "max_nodes": 3, **kwargs})
+        PoolSpec(**{"vm_size": SMALL, "image": NOBLE, "max_nodes": 3, **kwargs})
 
     assert str(info.value) == message
 
 
 def test_pool_spec_stores_container_image_names_as_a_tuple() -> None:
-    spec = PoolSpec(SMALL, JAMMY, 1, containers=True, container_image_names=["a", "b"])  # type: ignore[arg-type]
+    spec = PoolSpec(SMALL, NOBLE, 1, containers=True, container_image_names=["a", "b"])  # type: ignore[arg-type]
 
     assert spec.container_image_names == ("a", "b")
 
 
 def test_pool_spec_fits() -> None:
-    spec = PoolSpec(SMALL, JAMMY, 1)
+    spec = PoolSpec(SMALL, NOBLE, 1)
 
     assert spec.fits(ResourceRequirements(cpus=2, memory_gib=8))
     assert not spec.fits(ResourceRequirements(cpus=2, memory_gib=9))

@@ -98,7 +98,7 @@ def test_with_memory_refuses_both_memory_forms() -> None:
 
 
 def test_defaults_and_normalisation() -> None:
-    assert ResourceRequirements() == ResourceRequirements(1, 1, 0, None, False, "ubuntu-22.04", False)
+    assert ResourceRequirements() == ResourceRequirements(1, 1, 0, None, False, "ubuntu-24.04", False)
     req = ResourceRequirements(gpus=2, gpu_kind=" a100 ", os_image="Ubuntu-24.04")
     assert (req.gpu_kind, req.os_image) == ("A100", "ubuntu-24.04")
 

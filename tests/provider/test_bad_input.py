@@ -71,6 +71,53 @@ AT_DEFINITION = [
     ({"command": "true", "environment": ["A=1"]}, "environment", "must be a mapping of variable names to strings"),
     ({"command": "true", "metadata": ["owner"]}, "metadata", "must be a mapping of names to strings, got list"),
     ({"command": "true", "inputs": {"container": "data"}}, "inputs", "must be a list of inputs, got dict"),
+    # What exits mean (exit conditions, skip codes, fail-fast) and job preparation/release tasks.
+    (
+        {"tasks": [_task(exit_conditions={"exit_codes": {3: {"job_action": "stop"}}})]},
+        "tasks[0].exit_conditions.exit_codes[3].job_action",
+        "must be one of none, disable, terminate, got 'stop'",
+    ),
+    (
+        {"tasks": [_task(exit_conditions={"default": {"dependency_action": "skip"}})]},
+        "tasks[0].exit_conditions.default.dependency_action",
+        "must be one of satisfy, block, got 'skip'",
+    ),
+    (
+        {"tasks": [_task(exit_conditions={"exit_code_ranges": [{"start": 1, "end": 5}, {"start": 4, "end": 9}]})]},
+        "tasks[0].exit_conditions.exit_code_ranges[1]",
+        "(4..9) overlaps tasks[0].exit_conditions.exit_code_ranges[0] (1..5)",
+    ),
+    (
+        {"tasks": [_task(exit_conditions={"exit_codes": {2**31: {}}})]},
+        "tasks[0].exit_conditions.exit_codes[2147483648]",
+        "must be between -2147483648 and 2147483647 (an exit code), got 2147483648",
+    ),
+    (
+        {"tasks": [_task(exit_conditions={"exit_codes": {"3": {}}})]},
+        "tasks[0].exit_conditions.exit_codes['3']",
+        "must be a whole number (an exit code), got str '3'",
+    ),
+    (
+        {"exit_conditions": {"exit_codes": {3: {"dependency_action": "satisfy"}}, "on_error": {}}},
+        "exit_conditions",
+        "has unknown field(s) on_error",
+    ),
+    ({"tasks": [_task(skip_on_exit_code=[1.5])]}, "tasks[0].skip_on_exit_code[0]", "must be a whole number"),
+    ({"skip_on_exit_code": "42"}, "skip_on_exit_code", "must be a whole number (an exit code), got str '42'"),
+    ({"skip_on_exit_code": [0, 1]}, "skip_on_exit_code", "cannot hold 0: a task that exits with 0 succeeded"),
+    ({"fail_fast": "yes"}, "fail_fast", "must be True or False, got 'yes'"),
+    ({"job_preparation": {"cmd": "fetch"}}, "job_preparation", "has unknown field(s) cmd; known: command"),
+    (
+        {"job_preparation": {"command": "fetch", "wait_for_success": "no"}},
+        "job_preparation.wait_for_success",
+        "must be True or False, got 'no'",
+    ),
+    ({"job_release": "cleanup"}, "job_release", "needs job_preparation: Batch runs a release task only with one"),
+    (
+        {"job_preparation": "fetch", "job_release": {"command": "clean", "max_wall_clock": 3600}},
+        "job_release.max_wall_clock",
+        "must be at most 15 minutes",
+    ),
 ]
 
 

@@ -8,8 +8,8 @@ from datetime import datetime
 
 import pytest
 from airflow.sdk import DAG
-from airflow.sdk.exceptions import AirflowException
 
+from airflow_provider_azbatch.compat import AirflowException
 from airflow_provider_azbatch.hooks.batch import AzureBatchHook
 from airflow_provider_azbatch.operators.job import AzureBatchJobOperator
 from airflow_provider_azbatch.sensors.job import AzureBatchJobSensor

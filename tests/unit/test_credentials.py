@@ -132,7 +132,8 @@ def test_service_principal_certificate_sync(certificate_pem):
     assert credential._client_id == "client-1"
     assert credential._authority == "https://login.microsoftonline.us"
     assert credential._client_credential["thumbprint"] == sha1.hex()
-    assert credential._client_credential["passphrase"] == "pem-password"
+    # azure-identity 1.26+ keeps the passphrase as given; before, encoded.
+    assert credential._client_credential["passphrase"] in ("pem-password", b"pem-password")
     credential.close()
 
 
@@ -168,7 +169,8 @@ def test_wrong_certificate_password_fails_when_the_credential_is_built(certifica
     path, _ = certificate_pem
     settings = _sp(client_certificate_path=path, client_certificate_password="wrong")
 
-    with pytest.raises(ValueError, match="Incorrect password"):
+    # The words are cryptography's: "Incorrect password" from 45 on, "Could not deserialize key data" before.
+    with pytest.raises(ValueError, match=r"Incorrect password|Could not deserialize key data"):
         build_credential(settings)
 
 

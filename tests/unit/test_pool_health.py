@@ -41,13 +41,16 @@ def test_allocation_errors_with_no_node_are_a_problem():
 
 
 def test_a_shared_pool_made_by_another_version_of_the_formula_is_reused_if_its_bounds_match():
-    from airflow_provider_azbatch.pools.strategy import BatchPool, formula_outdated, pool_differences
+    from airflow_provider_azbatch.pools.comparison import formula_outdated, pool_differences, spec_differences
+    from airflow_provider_azbatch.pools.strategy import BatchPool
 
     strategy = BatchPool.shared("p", requirements={"cpus": 1}, max_nodes=4)
     wanted = strategy.pool_body(containers=False, multi_node=1)
     older = dict(wanted, autoScaleFormula=wanted["autoScaleFormula"].replace("avg(", "max(0, avg(") + " // older")
     assert older["autoScaleFormula"] != wanted["autoScaleFormula"]
     assert pool_differences(older, wanted) == []
+    # The specification hash stands for the formula's bounds, not its text.
+    assert spec_differences(older, wanted) == []
     assert formula_outdated(older, wanted) is True
     assert formula_outdated(wanted, wanted) is False
     bigger = BatchPool.shared("p", requirements={"cpus": 1}, max_nodes=8).pool_body(containers=False, multi_node=1)

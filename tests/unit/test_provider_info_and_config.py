@@ -91,6 +91,8 @@ def test_every_config_option_is_documented(info):
     assert set(options) == {
         "default_conn_id",
         "poll_interval",
+        "fail_fast",
+        "max_result_bytes",
         "stream_task_output",
         "max_streamed_tasks",
         "failure_tail_lines",
@@ -115,7 +117,7 @@ def test_every_config_option_is_documented(info):
         assert option["type"] in CONFIG_TYPES, name
         assert isinstance(option["default"], str), name
         assert isinstance(option["example"], str), name
-        assert option["version_added"] in ("0.1.0", "0.2.0"), name
+        assert option["version_added"] in info["versions"], name
         convert = CONFIG_TYPES[option["type"]]
         for value in (option["default"], option["example"]):
             if convert is None:

@@ -72,6 +72,11 @@ def test_task_fields():
         "inputs",
         "outputs",
         "workspace",
+        "run_as",
+        "overrides",
+        "exit_conditions",
+        "skip_on_exit_code",
+        "result_file",
     )
 
 
@@ -226,4 +231,20 @@ def test_command_lines_are_handed_to_a_shell_and_stay_within_the_node_limit():
     assert str(info.value).startswith("task 'q' command_line is ")
     assert "bytes long as sent (with its shell and workspace set-up); a node runs at most 131071 bytes" in str(
         info.value
+    )
+
+
+def test_a_task_runs_as_who_it_says_with_its_overrides_checked():
+    from airflow_provider_azbatch.submission.identity import RunAs
+
+    spec = TaskSpec.parse(
+        _task(run_as={"elevation": "admin", "scope": "task"}, overrides={"constraints": {"retentionTime": "PT1H"}}),
+        "tasks[0]",
+    )
+    assert spec.run_as == RunAs("admin", "task")
+    assert spec.overrides == {"constraints": {"retentionTime": "PT1H"}}
+    with pytest.raises(AzureBatchValidationError) as info:
+        TaskSpec.parse(_task(overrides={"constraints": {"retention": "PT1H"}}), "tasks[3]")
+    assert str(info.value) == (
+        "tasks[3].overrides.constraints.retention is not a field of BatchTaskConstraints: did you mean 'retentionTime'?"
     )

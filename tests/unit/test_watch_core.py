@@ -452,6 +452,10 @@ def test_watch_state_json_round_trip_holds_no_clock_readings():
         "log_location": None,
         "auto_pool_vm_size": None,
         "nodes": {},
+        "has_preparation": False,
+        "waits_for_preparation": False,
+        "has_release": False,
+        "blocked": None,
     }
     assert WatchState.from_json(data) == watcher.state
 

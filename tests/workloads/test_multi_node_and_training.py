@@ -70,6 +70,9 @@ def test_training_pipeline_example_runs_green(airflow_db, azbatch_with_storage, 
         "prepare": "success",
         "train": "success",
         "evaluate": "success",
+        "promote_or_hold": "success",
+        "promote": "success",
+        "hold": "skipped",
     }
     assert "[shard-0] shard 0/4: wrote 500 samples" in logs
     assert any(line.startswith("[main] launch: torchrun --nnodes=2 --rdzv_endpoint=") for line in logs)
@@ -82,7 +85,11 @@ def test_training_pipeline_example_runs_green(airflow_db, azbatch_with_storage, 
     models = [blob.name for blob in service.get_container_client("models").list_blobs(name_starts_with="runs/")]
     assert any(name.endswith("/model.json") for name in models)
     # The code is staged once, by content: the three Airflow tasks share one archive.
-    staged = [blob.name for blob in service.get_container_client("azbatch-workspaces").list_blobs()]
+    staged = [
+        blob.name
+        for blob in service.get_container_client("azbatch-workspaces").list_blobs()
+        if blob.name.startswith("workspace-")
+    ]
     assert len(staged) == 1
     assert staged[0].startswith("workspace-")
     assert sum("already staged in azbatch-workspaces/" in line for line in logs) == 2
@@ -97,7 +104,14 @@ def test_training_pipeline_example_runs_green(airflow_db, azbatch_with_storage, 
     assert any(line.startswith("  idle: ") and line.endswith("% of the paid node time ran no task") for line in logs)
     assert run.get_task_instance("train").xcom_pull(task_ids="train")["cost"]["basis"] == "node time"
     short = staged[0].removeprefix("workspace-").removesuffix(".tar.gz")
-    for task_id in ("prepare", "train", "evaluate"):
+    for task_id in ("prepare", "train"):
         (sha,) = run.get_task_instance(task_id).xcom_pull(task_ids=task_id)["workspaces"]
         assert sha.startswith(short)
+    # The evaluation is a function run on Batch: its return value is the XCom, and the DAG branches on it.
+    metrics = run.get_task_instance("evaluate").xcom_pull(task_ids="evaluate")
+    assert metrics["mae"] == round(float(mae.split()[-1]), 4)
+    assert metrics["nodes"] == 2
+    promoted = run.get_task_instance("promote")
+    assert (promoted.state, run.get_task_instance("hold").state) == ("success", "skipped")
+    assert promoted.xcom_pull(task_ids="promote").startswith("promoted the model of ")
     service.close()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +48,12 @@ class ServiceSettings:
     # The account's active job and job schedule quota, and its pool quota; None: no limit.
     job_quota: int | None = None
     pool_quota: int | None = None
+    # The subscription the account is in: pools' subnets and public IPs must be in it (None: not checked).
+    subscription_id: str | None = None
+    # Blob endpoints of storage accounts by name, for blobfuse mounts (real Batch derives them from the name).
+    blob_endpoints: dict[str, str] = field(default_factory=dict)
+    # Local directories standing for mount sources (an NFS export, an Azure Files URL, a CIFS share).
+    mount_sources: dict[str, str] = field(default_factory=dict)
 
 
 class Account:

@@ -6,6 +6,7 @@ import asyncio
 import shutil
 from typing import Any
 
+from local_azure_batch.runner.mounts import MountError, mount_all
 from local_azure_batch.runner.process import RunHandle
 
 from .account import Account
@@ -21,12 +22,15 @@ from .pools import (
     STARTING,
     STEADY,
     STOPPING,
+    UNUSABLE,
     WAITING_FOR_START_TASK,
     ComputeNode,
     Pool,
 )
 from .tasks import FAILURE_EXIT_CODE, launch_failure
 
+# A node's error when a mount fails (the service's own code for it is not documented).
+MOUNT_FAILED = "MountFailed"
 # resizeErrors when the account's quota stops an allocation. The dedicated one is worded as the service
 # was recorded saying it; the low-priority message is the same sentence for that quota (a guess).
 QUOTA_ERRORS = {
@@ -102,6 +106,8 @@ class Allocation:
         if node.pool.nodes.get(node.id) is not node:
             return
         node.last_boot_time = utcnow()
+        if not await self._mount(node):
+            return
         start_task = node.pool.spec.get("startTask")
         if start_task is not None:
             if start_task.get("waitForSuccess", True):
@@ -119,6 +125,34 @@ class Allocation:
         self.check(node.pool)
         self.account.kick()
 
+    async def _mount(self, node: ComputeNode) -> bool:
+        """The pool's file systems under the node's mount root; a mount that fails leaves the node unusable."""
+        configurations = node.pool.spec.get("mountConfiguration") or []
+        if not configurations:
+            return True
+        settings = self.account.settings
+        try:
+            await mount_all(
+                configurations,
+                node.dirs.mounts,
+                blob_endpoints=settings.blob_endpoints,
+                mount_sources=settings.mount_sources,
+            )
+        except MountError as exc:
+            if node.pool.nodes.get(node.id) is node:
+                node.errors = [
+                    {
+                        "code": MOUNT_FAILED,
+                        "message": exc.message,
+                        "errorDetails": [{"name": name, "value": value} for name, value in exc.details],
+                    }
+                ]
+                node.set_state(UNUSABLE)
+                self.check(node.pool)
+                self.account.kick()
+            return False
+        return node.pool.nodes.get(node.id) is node
+
     async def _run_start_task(self, node: ComputeNode, start_task: dict[str, Any]) -> bool:
         attempts = int(start_task.get("maxTaskRetryCount", 0))
         retry = 0
@@ -133,6 +167,7 @@ class Allocation:
                 task_dir=node.dirs.startup,
                 command_line=start_task["commandLine"],
                 settings=start_task.get("environmentSettings") or [],
+                identity=start_task,
             )
             outcome = await self.account.runner.run(spec, RunHandle())
             info.update(state="completed", endTime=iso(outcome.end_time))

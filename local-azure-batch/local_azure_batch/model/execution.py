@@ -11,11 +11,22 @@ from local_azure_batch.runner.process import ProcessOutcome, ProcessSpec, RunHan
 from local_azure_batch.runner.transfers import TransferError
 
 from .account import Account
+from .identity import username
 from .job_operations import JobOperations
 from .job_side_tasks import JobSideTasks
 from .node_commands import node_process
+from .pool_config import user_names
 from .pools import ComputeNode
-from .tasks import ACTIVE, COORDINATION_FAILED, RUNNING, TASK_ENDED, WALL_CLOCK_EXCEEDED, Task, launch_failure
+from .tasks import (
+    ACTIVE,
+    COORDINATION_FAILED,
+    RUNNING,
+    TASK_ENDED,
+    WALL_CLOCK_EXCEEDED,
+    Task,
+    container_preamble,
+    launch_failure,
+)
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +66,7 @@ class Execution:
             if not await self.side_tasks.prepare_node(job, node):
                 task.end_reason = "requeue"
             else:
-                failure = self.container_mismatch(task, node)
+                failure = self.user_mismatch(task, node) or self.container_mismatch(task, node)
                 if failure is None:
                     try:
                         await self.account.transfers.download_resource_files(
@@ -72,6 +83,18 @@ class Execution:
             log.exception("task %s/%s could not run", job.id, task.id)
             failure = internal_error(exc)
         self.finish(task, node, outcome, failure, task_dir)
+
+    def user_mismatch(self, task: Task, node: ComputeNode) -> dict[str, Any] | None:
+        """A task that runs as a named user the pool does not have cannot start (a descriptive code: the
+        service's own is not documented)."""
+        user = username(task.spec)
+        if user is None or user.lower() in user_names(node.pool.spec):
+            return None
+        return {
+            "category": "usererror",
+            "code": "UserAccountNotFound",
+            "message": f"The task runs as user {user!r}, which is not one of the pool's userAccounts.",
+        }
 
     def container_mismatch(self, task: Task, node: ComputeNode) -> dict[str, Any] | None:
         if task.spec.get("containerSettings") and not node.pool.spec["virtualMachineConfiguration"].get(
@@ -106,13 +129,7 @@ class Execution:
             variables["AZ_BATCH_JOB_PREP_DIR"] = str(prep_dir)
             variables["AZ_BATCH_JOB_PREP_WORKING_DIR"] = str(prep_dir / "wd")
         variables.update(extra or {})
-        preamble = None
-        container = task.spec.get("containerSettings")
-        if container and not append:
-            preamble = (
-                f"[local Batch service] containerSettings.imageName={container.get('imageName')!s}: no container "
-                "engine is used here; the command runs on the host.\n"
-            )
+        preamble = None if append else container_preamble(task.spec.get("containerSettings"))
         return node_process(
             self.account,
             node,
@@ -125,6 +142,7 @@ class Execution:
             wall_clock_seconds=wall_clock_seconds,
             stderr_preamble=preamble,
             append=append,
+            identity=task.spec,
         )
 
     def finish(

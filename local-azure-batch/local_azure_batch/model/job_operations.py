@@ -50,18 +50,17 @@ def _already_completed() -> BatchServiceError:
     return conflict("JobCompleted", "The specified job is already in a completed state.")
 
 
-def _auto_pool_spec(pool: Any, path: str) -> dict[str, Any]:
-    return normalize_pool(pool, path, require_id=False)
-
-
 class JobOperations:
     def __init__(self, account: Account, pools: PoolOperations, side_tasks: JobSideTasks) -> None:
         self.account = account
         self.pools = pools
         self.side_tasks = side_tasks
 
+    def _auto_pool_spec(self, pool: Any, path: str) -> dict[str, Any]:
+        return normalize_pool(pool, path, require_id=False, subscription_id=self.account.settings.subscription_id)
+
     def create_job(self, body: Any) -> Job:
-        spec = normalize_job(body, normalize_pool_spec=_auto_pool_spec)
+        spec = normalize_job(body, normalize_pool_spec=self._auto_pool_spec)
         existing = self.account.jobs.get(spec["id"].lower())
         if existing is not None:
             if existing.state == DELETING:
@@ -102,7 +101,7 @@ class JobOperations:
             candidate.setdefault("poolInfo", job.spec["poolInfo"])
         normalize_mutable_job_fields(candidate)
         if "poolInfo" in body:
-            normalize_pool_info(candidate["poolInfo"], _auto_pool_spec)
+            normalize_pool_info(candidate["poolInfo"], self._auto_pool_spec)
             if job.state != DISABLED and candidate["poolInfo"] != job.spec["poolInfo"]:
                 raise conflict("JobNotDisabled", "The pool of a job can only be changed while the job is disabled.")
         for name in _UPDATABLE:
@@ -229,7 +228,8 @@ class JobOperations:
         job = task.job
         job.change_task_state(task, COMPLETED)
         release_waiting(job)
-        if task.execution.get("result") == "failure" and job.state == ACTIVE_JOB:
+        if job.state == ACTIVE_JOB:
+            # A success acts on the job too when an exitCodes entry for its code (0) says so.
             action = task.exit_options().get("jobAction", "none")
             if action == "terminate":
                 self.begin_terminate(job, "TaskFailed")

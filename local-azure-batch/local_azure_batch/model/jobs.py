@@ -14,6 +14,8 @@ from . import validation as v
 from .clock import iso
 from .entity import Entity
 from .errors import invalid_property
+from .identity import normalize_user_identity
+from .pool_config import SUBNET
 from .tasks import ACTIVE, COMPLETED, PREPARING, RUNNING, Task
 
 if TYPE_CHECKING:
@@ -47,7 +49,7 @@ def normalize_job(body: Any, normalize_pool_spec: PoolSpecNormalizer) -> dict[st
         v.duration(constraints, "maxWallClockTime", UNLIMITED_TEXT, "jobPreparationTask.constraints.maxWallClockTime")
         v.duration(constraints, "retentionTime", "P7D", "jobPreparationTask.constraints.retentionTime")
         constraints.setdefault("maxTaskRetryCount", 0)
-        prep.setdefault("userIdentity", {"autoUser": {"scope": "pool", "elevationLevel": "nonadmin"}})
+        normalize_user_identity(prep, "jobPreparationTask.")
         prep.setdefault("waitForSuccess", True)
         prep.setdefault("rerunOnNodeRebootAfterSuccess", True)
     release = spec.get("jobReleaseTask")
@@ -60,7 +62,20 @@ def normalize_job(body: Any, normalize_pool_spec: PoolSpecNormalizer) -> dict[st
         release.setdefault("id", "jobrelease")
         v.duration(release, "maxWallClockTime", "PT15M", "jobReleaseTask.maxWallClockTime")
         v.duration(release, "retentionTime", "P7D", "jobReleaseTask.retentionTime")
-        release.setdefault("userIdentity", {"autoUser": {"scope": "pool", "elevationLevel": "nonadmin"}})
+        normalize_user_identity(release, "jobReleaseTask.")
+    network = spec.get("networkConfiguration")
+    if network is not None:
+        if not isinstance(network, dict):
+            raise invalid_property("networkConfiguration", network, "The value must be a JSON object.")
+        subnet = v.require(network, "subnetId", "networkConfiguration.subnetId")
+        if not isinstance(subnet, str) or not SUBNET.fullmatch(subnet):
+            raise invalid_property("networkConfiguration.subnetId", subnet, "The value is not a subnet id.")
+        if not isinstance(network.setdefault("skipWithdrawFromVNet", False), bool):
+            raise invalid_property(
+                "networkConfiguration.skipWithdrawFromVNet",
+                network["skipWithdrawFromVNet"],
+                "The value must be true or false.",
+            )
     if spec.get("jobManagerTask") is not None:
         raise invalid_property(
             "jobManagerTask", "...", "Job manager tasks are not supported by the local Batch service."

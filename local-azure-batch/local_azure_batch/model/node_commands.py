@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 from local_azure_batch.runner.environment import task_environment
 from local_azure_batch.runner.process import ProcessSpec
 
 from .account import Account
+from .identity import identity_variables
 from .pools import ComputeNode
 
 
@@ -26,7 +28,9 @@ def node_process(
     wall_clock_seconds: float | None = None,
     stderr_preamble: str | None = None,
     append: bool = False,
+    identity: Mapping[str, Any] | None = None,
 ) -> ProcessSpec:
+    """``identity``: the task (or start, preparation, release task) whose ``userIdentity`` the command runs as."""
     return ProcessSpec(
         command_line=command_line,
         cwd=task_dir / "wd",
@@ -41,7 +45,7 @@ def node_process(
             task_dir=task_dir,
             is_dedicated=node.is_dedicated,
             user_settings=settings,
-            extra=extra,
+            extra={**identity_variables(identity or {}), **(extra or {})},
         ),
         stdout=task_dir / "stdout.txt",
         stderr=task_dir / "stderr.txt",

@@ -37,7 +37,7 @@ class PoolOperations:
         self.autoscaling = autoscaling
 
     def create_pool(self, body: Any) -> Pool:
-        spec = normalize_pool(body)
+        spec = normalize_pool(body, subscription_id=self.account.settings.subscription_id)
         existing = self.account.pools.get(spec["id"].lower())
         if existing is not None:
             if existing.state == POOL_DELETING:

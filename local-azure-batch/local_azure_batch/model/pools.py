@@ -16,10 +16,12 @@ from local_azure_batch.formula import Sample
 from local_azure_batch.lang.times import parse_duration
 from local_azure_batch.runner.layout import NodeDirs
 
+from . import pool_config as config
 from . import validation as v
 from .clock import iso, utcnow
 from .entity import Entity
 from .errors import invalid_property
+from .identity import normalize_user_identity, username
 from .tasks import RecentRun
 
 if TYPE_CHECKING:
@@ -66,7 +68,9 @@ MAX_AUTOSCALE_INTERVAL = timedelta(hours=168)
 SAMPLE_HISTORY = timedelta(hours=1)
 
 
-def normalize_pool(body: Any, path: str = "", *, require_id: bool = True) -> dict[str, Any]:
+def normalize_pool(
+    body: Any, path: str = "", *, require_id: bool = True, subscription_id: str | None = None
+) -> dict[str, Any]:
     """Validate a pool (or auto-pool) specification and fill in the service's defaults."""
     if not isinstance(body, dict):
         raise invalid_property(path.rstrip(".") or "pool", body, "The pool must be a JSON object.")
@@ -77,23 +81,13 @@ def normalize_pool(body: Any, path: str = "", *, require_id: bool = True) -> dic
     spec["vmSize"] = str(vm_size).lower()
     vm_config = v.require(spec, "virtualMachineConfiguration", f"{path}virtualMachineConfiguration")
     image = v.require(vm_config, "imageReference", f"{path}virtualMachineConfiguration.imageReference")
-    if image.get("virtualMachineImageId"):
-        raise invalid_property(
-            "virtualMachineImageId",
-            image["virtualMachineImageId"],
-            "The specified image does not exist: the local Batch service has no compute galleries; use a "
-            "marketplace image (publisher, offer, sku).",
-        )
-    image.setdefault("version", "latest")
+    config.normalize_image_reference(image, f"{path}virtualMachineConfiguration.imageReference")
     agent = v.require(vm_config, "nodeAgentSKUId", f"{path}virtualMachineConfiguration.nodeAgentSKUId")
-    for disk in vm_config.get("dataDisks") or []:
-        disk.setdefault("caching", "none")
-        disk.setdefault("managedDisk", {"storageAccountType": "standard_lrs"})
-    for account in spec.get("userAccounts") or []:
-        v.require(account, "name", f"{path}userAccounts.name")
-        account.setdefault("elevationLevel", "nonadmin")
-        if "windows" in str(agent).lower():
-            account.setdefault("windowsUserConfiguration", {"loginMode": "batch"})
+    config.normalize_data_disks(vm_config.get("dataDisks"), f"{path}virtualMachineConfiguration.dataDisks")
+    config.normalize_user_accounts(
+        spec.get("userAccounts"), f"{path}userAccounts", windows="windows" in str(agent).lower()
+    )
+    config.normalize_mounts(spec.get("mountConfiguration"), f"{path}mountConfiguration")
     container = vm_config.get("containerConfiguration")
     if container is not None:
         v.enum(
@@ -103,20 +97,18 @@ def normalize_pool(body: Any, path: str = "", *, require_id: bool = True) -> dic
             path=f"{path}virtualMachineConfiguration.containerConfiguration.type",
         )
         v.require(container, "type", f"{path}virtualMachineConfiguration.containerConfiguration.type")
-    subnet = (spec.get("networkConfiguration") or {}).get("subnetId")
-    if subnet:
-        raise invalid_property(
-            "subnetId",
-            subnet,
-            "The specified subnet does not exist: the local Batch service has no virtual networks.",
-        )
-    network = spec.get("networkConfiguration")
-    if isinstance(network, dict):
-        network.setdefault("dynamicVNetAssignmentScope", "none")
-        network.setdefault("enableAcceleratedNetworking", False)
+    if spec.get("networkConfiguration") is not None:
+        config.normalize_network(spec["networkConfiguration"], f"{path}networkConfiguration", subscription_id)
     v.duration(spec, "resizeTimeout", "PT15M", f"{path}resizeTimeout")
     spec.setdefault("taskSlotsPerNode", 1)
     v.integer(spec, "taskSlotsPerNode", minimum=1, maximum=256, path=f"{path}taskSlotsPerNode")
+    if "taskSchedulingPolicy" in spec:
+        # nodeFillType is required in a policy a client gives; without one, the service's defaults apply.
+        if not isinstance(spec["taskSchedulingPolicy"], dict):
+            raise invalid_property(
+                f"{path}taskSchedulingPolicy", spec["taskSchedulingPolicy"], "The value must be a JSON object."
+            )
+        v.require(spec["taskSchedulingPolicy"], "nodeFillType", f"{path}taskSchedulingPolicy.nodeFillType")
     policy = spec.setdefault("taskSchedulingPolicy", {})
     v.enum(policy, "nodeFillType", ("Spread", "Pack"), "Spread", f"{path}taskSchedulingPolicy.nodeFillType")
     v.enum(
@@ -149,7 +141,12 @@ def normalize_pool(body: Any, path: str = "", *, require_id: bool = True) -> dic
         v.require(start_task, "commandLine", f"{path}startTask.commandLine")
         start_task.setdefault("maxTaskRetryCount", 0)
         start_task.setdefault("waitForSuccess", True)
-        start_task.setdefault("userIdentity", {"autoUser": {"scope": "pool", "elevationLevel": "nonadmin"}})
+        normalize_user_identity(start_task, f"{path}startTask.")
+        user = username(start_task)
+        if user is not None and user.lower() not in config.user_names(spec):
+            raise invalid_property(
+                f"{path}startTask.userIdentity.username", user, "The user is not one of the pool's userAccounts."
+            )
     return spec
 
 
@@ -184,6 +181,8 @@ class ComputeNode:
         # What recentTasks shows: an attempt of a task, or the subtask of a multi-instance task this node ran.
         self.recent: deque[RecentRun | TaskInstance] = deque(maxlen=5)
         self.start_task_info: dict[str, Any] | None = None
+        # The node's errors (a mount that failed), as its ``errors`` show them.
+        self.errors: list[dict[str, Any]] = []
         # Set when the pool shrinks and this node must go once its tasks are done.
         self.leaving = False
         self.removal: asyncio.Task[None] | None = None
@@ -265,15 +264,20 @@ class ComputeNode:
             out["startTask"] = v.without_secrets(start_task)
         if self.start_task_info is not None:
             out["startTaskInfo"] = dict(self.start_task_info)
-        out["virtualMachineInfo"] = {
-            "imageReference": {
-                **self.pool.spec["virtualMachineConfiguration"]["imageReference"],
-                "exactVersion": self.pool.spec["virtualMachineConfiguration"]["imageReference"].get(
-                    "version", "latest"
-                ),
-            }
-        }
+        if self.errors:
+            out["errors"] = [dict(error) for error in self.errors]
+        image = self.pool.spec["virtualMachineConfiguration"]["imageReference"]
+        out["virtualMachineInfo"] = {"imageReference": {**image, "exactVersion": _exact_version(image)}}
         return out
+
+
+def _exact_version(image: dict[str, Any]) -> str:
+    """The version a node runs: the marketplace version given, or the one an image id names (else ``latest``)."""
+    if "version" in image:
+        return str(image["version"])
+    image_id = next((str(value) for name, value in image.items() if name.endswith("ImageId")), "")
+    head, sep, version = image_id.rpartition("/")
+    return version if sep and head.lower().endswith("/versions") else "latest"
 
 
 class Pool(Entity):
@@ -290,6 +294,8 @@ class Pool(Entity):
         self.deallocation_option = "requeue"
         self.samples: deque[tuple[datetime, dict[str, float]]] = deque()
         self.resize_started: datetime | None = None
+        # Per job priority, the job whose task the scheduler started last (jobs of equal priority take turns).
+        self.served_last: dict[int, str] = {}
 
     @property
     def path(self) -> str:

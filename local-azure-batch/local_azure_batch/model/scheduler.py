@@ -1,8 +1,16 @@
-"""Which ready tasks start where: jobs by priority, then age; tasks in order onto nodes with free slots."""
+"""Which ready tasks start where: jobs by priority, then as the pool's ``jobDefaultOrder`` says; tasks in order
+onto nodes with free slots.
+
+A higher-priority job's tasks take the free slots of a busy pool before any task of a lower-priority one (running
+tasks are not preempted). Among jobs of equal priority, ``creationtime`` serves the oldest job first; ``none``
+(the service's default) takes one task from each in turn, so equal jobs share the pool "uniformly", as the REST
+reference puts it.
+"""
 
 from __future__ import annotations
 
 import logging
+from itertools import groupby
 
 from .account import Account
 from .execution import Execution
@@ -48,15 +56,44 @@ class Scheduler:
         for pool_key, jobs in by_pool.items():
             pool = self.account.pools[pool_key]
             nodes = usable[pool_key]
-            jobs.sort(key=lambda job: (-int(job.spec.get("priority", 0)), job.creation_time))
-            spread = pool.spec["taskSchedulingPolicy"]["nodeFillType"] == "Spread"
-            for job in jobs:
-                self._schedule_job(job, pool, nodes, spread)
+            policy = pool.spec["taskSchedulingPolicy"]
+            spread = policy["nodeFillType"] == "Spread"
+            by_age = policy.get("jobDefaultOrder") == "creationtime"
+            for _, group in groupby(
+                sorted(jobs, key=lambda job: (-int(job.spec.get("priority", 0)), job.creation_time)),
+                key=lambda job: int(job.spec.get("priority", 0)),
+            ):
+                equal = list(group)
+                if by_age or len(equal) == 1:
+                    for job in equal:
+                        self._schedule_job(job, pool, nodes, spread)
+                    continue
+                self._take_turns(equal, pool, nodes, spread)
 
-    def _schedule_job(self, job: Job, pool: Pool, nodes: list[ComputeNode], spread: bool) -> None:
+    def _take_turns(self, jobs: list[Job], pool: Pool, nodes: list[ComputeNode], spread: bool) -> None:
+        """One task of each job in turn, starting after the job served last (passes often start one task only),
+        until none of them can start another."""
+        keys = [job.key for job in jobs]
+        last = pool.served_last.get(int(jobs[0].spec.get("priority", 0)))
+        start = keys.index(last) + 1 if last in keys else 0
+        turns = jobs[start:] + jobs[:start]
+        while True:
+            started = False
+            for job in turns:
+                if self._schedule_job(job, pool, nodes, spread, budget=1):
+                    pool.served_last[int(job.spec.get("priority", 0))] = job.key
+                    started = True
+            if not started:
+                return
+
+    def _schedule_job(
+        self, job: Job, pool: Pool, nodes: list[ComputeNode], spread: bool, budget: int | None = None
+    ) -> int:
+        """Start ready tasks of ``job`` (at most ``budget``); how many started."""
         limit = int(job.spec.get("maxParallelTasks", -1))
         never_here: list[Task] = []
-        while job.ready:
+        started = 0
+        while job.ready and (budget is None or started < budget):
             task = job.ready[0]
             if task.state != ACTIVE or job.tasks.get(task.key) is not task:
                 job.ready.popleft()
@@ -73,10 +110,13 @@ class Scheduler:
                     break
                 job.ready.popleft()
                 self.multi_instance.launch(task, picked)
+                started += 1
                 continue
             node = pick_node(nodes, task, spread, job)
             if node is None:
                 break
             job.ready.popleft()
             self.execution.launch(task, node)
+            started += 1
         job.ready.extendleft(reversed(never_here))
+        return started

@@ -17,6 +17,7 @@ from .errors import (
     invalid_property,
     missing_property,
 )
+from .identity import normalize_user_identity
 
 if TYPE_CHECKING:
     from local_azure_batch.runner.process import RunHandle
@@ -62,6 +63,16 @@ def coordination_failure(instance_id: int, node_id: str, exit_code: int | None) 
     }
 
 
+def container_preamble(container: Mapping[str, Any] | None) -> str | None:
+    """What a command with containerSettings finds at the top of its stderr: there is no container engine here."""
+    if not container:
+        return None
+    return (
+        f"[local Batch service] containerSettings.imageName={container.get('imageName')!s}: no container "
+        "engine is used here; the command runs on the host.\n"
+    )
+
+
 def launch_failure(reason: str) -> dict[str, Any]:
     return {
         "category": "usererror",
@@ -91,7 +102,7 @@ def normalize_task(body: Any, job: Job, path: str = "") -> dict[str, Any]:
         "retentionTime": constraints["retentionTime"],
         "maxTaskRetryCount": constraints["maxTaskRetryCount"],
     }
-    spec.setdefault("userIdentity", {"autoUser": {"scope": "pool", "elevationLevel": "nonadmin"}})
+    normalize_user_identity(spec, path)
     if v.integer(spec, "requiredSlots", minimum=1, path=f"{path}requiredSlots") is None:
         spec["requiredSlots"] = 1
     v.environment_settings(spec.get("environmentSettings"), f"{path}environmentSettings")
@@ -252,8 +263,13 @@ class Task(Entity):
                     if item.get("start", 0) <= code <= item.get("end", -1):
                         matched = item.get("exitOptions") or {}
                         break
-        elif failed and self.execution.get("failureInfo", {}).get("code") == "CommandProgramNotFound":
-            matched = conditions.get("preProcessingError")
+        if matched is None and failed:
+            # A failed output upload (after an exit code no entry maps), or a task that could not start.
+            failure_code = str(self.execution.get("failureInfo", {}).get("code", ""))
+            if failure_code.startswith("FileUpload"):
+                matched = conditions.get("fileUploadError")
+            elif code is None and failure_code != TASK_ENDED["code"]:
+                matched = conditions.get("preProcessingError")
         if matched is None and failed:
             matched = conditions.get("default")
         options.update({key: value for key, value in (matched or {}).items() if value is not None})

@@ -10,6 +10,7 @@ from local_azure_batch.lang.times import DurationError, format_duration, parse_d
 
 from .errors import invalid_property, missing_property
 
+SECRETS = frozenset({"password", "accountKey", "sasKey"})
 _ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 ID_REASON = (
     "The id can contain any combination of alphanumeric characters including hyphens and underscores, "
@@ -94,9 +95,9 @@ def environment_settings(settings: Any, path: str) -> list[dict[str, str]]:
 
 
 def without_secrets(value: Any) -> Any:
-    """The service never returns passwords it was given (registries, user accounts)."""
+    """The service never returns the passwords and keys it was given (registries, user accounts, mounts)."""
     if isinstance(value, dict):
-        return {key: without_secrets(item) for key, item in value.items() if key != "password"}
+        return {key: without_secrets(item) for key, item in value.items() if key not in SECRETS}
     if isinstance(value, list):
         return [without_secrets(item) for item in value]
     return value

@@ -43,7 +43,7 @@ def task_environment(
             "AZ_BATCH_NODE_ROOT_DIR": str(node.root),
             "AZ_BATCH_NODE_SHARED_DIR": str(node.shared),
             "AZ_BATCH_NODE_STARTUP_DIR": str(node.startup),
-            "AZ_BATCH_NODE_MOUNTS_DIR": str(node.root / "fsmounts"),
+            "AZ_BATCH_NODE_MOUNTS_DIR": str(node.mounts),
             "AZ_BATCH_TASK_ID": task_id,
             "AZ_BATCH_TASK_DIR": str(task_dir),
             "AZ_BATCH_TASK_WORKING_DIR": str(task_dir / "wd"),

@@ -36,6 +36,11 @@ class NodeDirs:
     def startup(self) -> Path:
         return self.root / "startup"
 
+    @property
+    def mounts(self) -> Path:
+        """``AZ_BATCH_NODE_MOUNTS_DIR``: where the pool's file systems are mounted."""
+        return self.root / "fsmounts"
+
     def job_dir(self, job_id: str) -> Path:
         return self.root / "workitems" / job_id / "job-1"
 

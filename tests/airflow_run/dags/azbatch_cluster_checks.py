@@ -1,12 +1,12 @@
 """DAGs the real-Airflow tests run besides the examples: tasks racing to create one shared pool, a
-container task whose private registry credentials come from a connection, and a deferral that Airflow's
-own timeout ends."""
+container task whose private registry credentials come from a connection, a deferral that Airflow's
+own timeout ends, and a deferred ``@task.azure_batch`` function whose return value the DAG branches on."""
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from airflow.sdk import DAG
+from airflow.sdk import DAG, task
 
 from airflow_provider_azbatch.operators.job import AzureBatchJobOperator
 from airflow_provider_azbatch.pools import BatchPool
@@ -50,3 +50,40 @@ with DAG("azbatch_deferral_timeout", schedule=None, start_date=datetime(2026, 1,
         deferrable=True,
         poll_interval=0.5,
     )
+
+
+with DAG("azbatch_taskflow", schedule=None, start_date=datetime(2026, 1, 1), catchup=False) as taskflow:
+
+    @task
+    def threshold() -> float:
+        return 0.8
+
+    @task.azure_batch(
+        batch_pool=BatchPool.shared("taskflow-pool", requirements={"cpus": 1}, max_nodes=1, autoscale=False),
+        deferrable=True,
+        poll_interval=0.5,
+        multiple_outputs=True,
+    )
+    def evaluate(limit: float, run: str) -> dict:
+        import time
+
+        score = 0.9
+        for step in range(1, 9):
+            print(f"evaluating step {step}/8", flush=True)
+            time.sleep(0.25)
+        return {"score": score, "passed": score >= limit, "run": run}
+
+    @task.branch
+    def decide(passed: bool) -> str:
+        return "ship" if passed else "stop"
+
+    @task
+    def ship(score: float) -> str:
+        return f"shipping with score {score}"
+
+    @task
+    def stop() -> str:
+        return "stopped"
+
+    scored = evaluate(threshold(), "{{ run_id }}")
+    decide(scored["passed"]) >> [ship(scored["score"]), stop()]

@@ -1,0 +1,247 @@
+"""What differs between the Airflow 3 lines the provider supports (3.0, 3.1, 3.2, 3.3): the one module
+that knows.
+
+Every other module imports from here the Airflow names whose home moved between lines, and asks here
+whether a feature exists. Features are detected (an attribute, an import that may fail), not inferred
+from version numbers; the ``AIRFLOW_V_*`` flags are for messages and tests. Only public Airflow modules
+are imported (never ``airflow.*._*``). README "Airflow lines" lists what each line lacks and what the
+provider does instead; ``tests/lines`` checks each of those statements on the line it runs on.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from airflow import __version__ as AIRFLOW_VERSION
+from airflow.triggers.base import BaseTrigger
+
+T = TypeVar("T")
+
+# (major, minor) of the running Airflow: "3.1.8", "3.2.0rc1" and "3.3.0.dev0" are (3, 1), (3, 2), (3, 3).
+_LINE = tuple(int(part) for part in re.match(r"(\d+)\.(\d+)", AIRFLOW_VERSION).groups())  # type: ignore[union-attr]
+AIRFLOW_V_3_1_PLUS = _LINE >= (3, 1)
+AIRFLOW_V_3_2_PLUS = _LINE >= (3, 2)
+AIRFLOW_V_3_3_PLUS = _LINE >= (3, 3)
+
+if TYPE_CHECKING:
+    from airflow.sdk import BaseHook, conf
+    from airflow.sdk.exceptions import (
+        AirflowException,
+        AirflowFailException,
+        AirflowNotFoundException,
+        AirflowSkipException,
+        AirflowTaskTimeout,
+        TaskDeferralError,
+        TaskDeferralTimeout,
+    )
+    from airflow.sdk.types import TaskInstanceKey
+else:
+    # airflow.sdk.exceptions holds AirflowException from 3.1 and the rest from 3.2; before that they live in
+    # airflow.exceptions, and are the very classes the task runner raises (3.2+ re-exports them there).
+    try:
+        from airflow.sdk.exceptions import (
+            AirflowException,
+            AirflowFailException,
+            AirflowNotFoundException,
+            AirflowSkipException,
+            AirflowTaskTimeout,
+            TaskDeferralError,
+            TaskDeferralTimeout,
+        )
+    except ImportError:
+        from airflow.exceptions import (
+            AirflowException,
+            AirflowFailException,
+            AirflowNotFoundException,
+            AirflowSkipException,
+            AirflowTaskTimeout,
+            TaskDeferralError,
+            TaskDeferralTimeout,
+        )
+    try:  # 3.1+
+        from airflow.sdk import BaseHook
+    except ImportError:
+        from airflow.hooks.base import BaseHook
+    try:  # 3.2+
+        from airflow.sdk import conf
+    except ImportError:
+        from airflow.configuration import conf
+
+# -- features ------------------------------------------------------------------------------------------
+
+# 3.3+: the triggerer calls ``BaseTrigger.on_kill`` when a user kills a deferred task (marks it failed or
+# success, clears it). Before, the trigger is only cancelled, exactly as when a triggerer shuts down, so
+# it cannot tell a kill from a restart: the Batch job goes on running.
+TRIGGER_ON_KILL: bool = callable(getattr(BaseTrigger, "on_kill", None))
+
+
+def _context_keys() -> frozenset[str]:
+    from airflow.sdk import Context
+
+    return frozenset(getattr(Context, "__annotations__", {}))
+
+
+# 3.3+: ``context["task_state_store"]``, where a try remembers the job it submitted (ResumableJobMixin's
+# convention). Before, a retry finds the job by its deterministic id alone (a few more reads, same result).
+TASK_STATE_STORE: bool = "task_state_store" in _context_keys()
+
+
+# The next two have no public marker to detect: the flag is the first line whose providers manager reads them.
+# 3.2+: the connection form is built from the provider info's ``conn-fields`` and ``ui-field-behaviour``.
+# Before, only from hook classmethods that need flask_appbuilder/wtforms, which Airflow 3 does not install:
+# the form then shows Airflow's generic fields, and the provider's settings go in Extra (JSON).
+CONNECTION_FORM_FIELDS: bool = AIRFLOW_V_3_2_PLUS
+
+# 3.2+: ``airflow <group>`` commands from the provider info's ``cli`` entry (``airflow azbatch``).
+PROVIDER_CLI: bool = AIRFLOW_V_3_2_PLUS
+
+
+# -- logs ----------------------------------------------------------------------------------------------
+
+
+def named_logger(name: str) -> Any:
+    """A structlog logger whose lines carry ``name`` as their source (the log view's "Sources" filter).
+
+    Airflow 3.1+ takes a line's ``logger`` from the logger's name or a bound ``logger_name``; 3.0 only from
+    ``logger_name`` (without it the triggerer's lines have no source).
+    """
+    import structlog
+
+    return structlog.get_logger(name, logger_name=name)
+
+
+# -- metrics -------------------------------------------------------------------------------------------
+
+
+def _stats() -> Any:
+    try:  # 3.2+ (the task SDK's metrics; airflow.stats is deprecated there)
+        from airflow.sdk.observability.stats import Stats
+    except ImportError:  # 3.0, 3.1
+        from airflow.stats import Stats
+    return Stats
+
+
+def incr_metric(name: str, tags: dict[str, str] | None = None) -> None:
+    """Count ``name`` once through Airflow's configured metrics backend (StatsD, Datadog, OpenTelemetry)."""
+    _stats().incr(name, tags=tags or {})
+
+
+# -- triggers: connections and XCom from the triggerer ---------------------------------------------------
+
+# 3.2+: a trigger may call the task SDK's synchronous API (mask_secret, Connection.extra_dejson) on the event
+# loop: the triggerer bridges the call. 3.0 and 3.1 refuse it on the loop's thread ("You cannot use
+# AsyncToSync in the same thread as an async event loop"), so there such calls run in a worker thread.
+SYNC_SDK_CALLS_ON_TRIGGER_LOOP: bool = AIRFLOW_V_3_2_PLUS
+
+
+async def off_trigger_loop(function: Callable[..., T], *args: Any) -> T:
+    """``function(*args)`` from a trigger, where it makes synchronous task SDK calls (masking secrets)."""
+    if SYNC_SDK_CALLS_ON_TRIGGER_LOOP:
+        return function(*args)
+    from asgiref.sync import sync_to_async
+
+    return await sync_to_async(function)(*args)
+
+
+async def aget_connection(conn_id: str) -> Any:
+    """The connection, read without blocking the triggerer's event loop."""
+    if hasattr(BaseHook, "aget_connection"):  # 3.1+
+        return await BaseHook.aget_connection(conn_id)
+    from asgiref.sync import sync_to_async
+
+    return await sync_to_async(BaseHook.get_connection)(conn_id)
+
+
+# 3.2+: XCom from a trigger (the watch's checkpoints). 3.3 has async XCom calls; 3.2's triggerer serves the
+# synchronous ones from a worker thread. The 3.0 and 3.1 triggerers read each reply on the request's own
+# path: a request cancelled before its reply (a trigger ending while it writes) leaves the reply to the
+# next request, and the triggerer process dies ("Response read out of order"). There a trigger keeps no
+# checkpoint: after a triggerer restart its output since the task deferred is shown again, none is lost.
+TRIGGER_XCOM: bool = AIRFLOW_V_3_2_PLUS
+
+
+class TriggerXComUnavailable(RuntimeError):
+    """This Airflow line's triggerer cannot give a trigger XCom safely (see ``TRIGGER_XCOM``)."""
+
+    def __init__(self) -> None:
+        super().__init__(f"Airflow {AIRFLOW_VERSION} gives triggers no XCom (3.2+ does)")
+
+
+async def aget_xcom(key: str, *, dag_id: str, task_id: str, run_id: str, map_index: int) -> Any:
+    """An XCom value of a task instance, from a trigger (None when there is none)."""
+    from airflow.sdk.bases.xcom import BaseXCom
+
+    if hasattr(BaseXCom, "aget_one"):  # 3.3+
+        return await BaseXCom.aget_one(key=key, dag_id=dag_id, task_id=task_id, run_id=run_id, map_index=map_index)
+    if not TRIGGER_XCOM:
+        raise TriggerXComUnavailable()
+    from asgiref.sync import sync_to_async
+
+    return await sync_to_async(BaseXCom.get_one)(
+        key=key, dag_id=dag_id, task_id=task_id, run_id=run_id, map_index=map_index
+    )
+
+
+async def aset_xcom(key: str, value: Any, *, dag_id: str, task_id: str, run_id: str, map_index: int) -> None:
+    """Store an XCom value of a task instance, from a trigger."""
+    from airflow.sdk.bases.xcom import BaseXCom
+
+    if hasattr(BaseXCom, "aset"):  # 3.3+
+        await BaseXCom.aset(key, value, dag_id=dag_id, task_id=task_id, run_id=run_id, map_index=map_index)
+        return
+    if not TRIGGER_XCOM:
+        raise TriggerXComUnavailable()
+    from asgiref.sync import sync_to_async
+
+    await sync_to_async(BaseXCom.set)(key, value, dag_id=dag_id, task_id=task_id, run_id=run_id, map_index=map_index)
+
+
+# -- the command line ----------------------------------------------------------------------------------
+
+
+def redirect_stdout_log_handlers_to_stderr() -> None:
+    """Log lines to stderr, so that a command's stdout holds its output alone."""
+    try:  # 3.3+
+        from airflow.cli.utils import redirect_stdout_log_handlers_to_stderr as redirect
+    except ImportError:  # what 3.3 does, for the lines before it
+        for handler in logging.getLogger().handlers:
+            if isinstance(handler, logging.StreamHandler) and handler.stream is sys.stdout:
+                handler.setStream(sys.stderr)
+        return
+    redirect()
+
+
+__all__ = [
+    "AIRFLOW_VERSION",
+    "AIRFLOW_V_3_1_PLUS",
+    "AIRFLOW_V_3_2_PLUS",
+    "AIRFLOW_V_3_3_PLUS",
+    "CONNECTION_FORM_FIELDS",
+    "PROVIDER_CLI",
+    "SYNC_SDK_CALLS_ON_TRIGGER_LOOP",
+    "TASK_STATE_STORE",
+    "TRIGGER_ON_KILL",
+    "TRIGGER_XCOM",
+    "AirflowException",
+    "AirflowFailException",
+    "AirflowNotFoundException",
+    "AirflowSkipException",
+    "AirflowTaskTimeout",
+    "BaseHook",
+    "TaskDeferralError",
+    "TaskDeferralTimeout",
+    "TaskInstanceKey",
+    "TriggerXComUnavailable",
+    "aget_connection",
+    "aget_xcom",
+    "aset_xcom",
+    "conf",
+    "incr_metric",
+    "named_logger",
+    "off_trigger_loop",
+    "redirect_stdout_log_handlers_to_stderr",
+]

@@ -1,0 +1,7 @@
+"""The error a pool strategy raises for a setting that cannot work; the operator reports it as a parameter error."""
+
+from __future__ import annotations
+
+
+class PoolStrategyError(ValueError):
+    pass

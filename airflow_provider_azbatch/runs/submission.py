@@ -1,0 +1,110 @@
+"""From a checked request to a :class:`~airflow_provider_azbatch.submission.job.JobSubmission`: the I/O before
+anything is submitted (registry credentials, storage access, workspaces staged, the pool made ready)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from airflow_provider_azbatch import config
+from airflow_provider_azbatch.hooks.storage import LogLocation
+from airflow_provider_azbatch.pools.preparation import prepare_pool
+from airflow_provider_azbatch.submission.job import JobSubmission
+from airflow_provider_azbatch.submission.job_ids import default_job_id, task_instance_metadata
+from airflow_provider_azbatch.submission.prepare import registry_credentials, task_extras
+from airflow_provider_azbatch.submission.request import JobRequest
+from airflow_provider_azbatch.workspace.spec import METADATA_KEY as WORKSPACE_METADATA_KEY
+from airflow_provider_azbatch.workspace.staged_files import stage_files
+from airflow_provider_azbatch.workspace.staging import stage_workspaces
+
+
+@dataclass(frozen=True)
+class TaskInstanceRef:
+    """The Airflow task instance a run belongs to (job ids and job metadata are derived from it)."""
+
+    dag_id: str
+    task_id: str
+    run_id: str
+    map_index: int = -1
+    # Relative workspaces are found from here (the DAG file's folder).
+    dag_folder: Path = Path(".")
+
+    @classmethod
+    def of(cls, context: Any, task_id: str) -> TaskInstanceRef:
+        map_index = getattr(context["ti"], "map_index", None)
+        return cls(
+            dag_id=context["dag"].dag_id,
+            task_id=task_id,
+            run_id=context["run_id"],
+            map_index=-1 if map_index is None else map_index,
+            dag_folder=Path(context["dag"].fileloc).parent,
+        )
+
+
+def build_submission(hook: Any, request: JobRequest, where: TaskInstanceRef, log: Any) -> JobSubmission:
+    """Everything checked and prepared (pool, storage access, registry) before anything is submitted."""
+    checked = request.check(rendered=True)
+    specs, metadata = checked.specs, checked.metadata
+    job_id = request.job_id or default_job_id(where.dag_id, where.task_id, where.run_id, where.map_index)
+    # Which task instance submitted the job: the command line finds and filters jobs by it.
+    metadata.update(task_instance_metadata(where.dag_id, where.task_id, where.run_id, where.map_index))
+    sas_lifetime = timedelta(hours=config.get_float("sas_hours"))
+    registry = registry_credentials(hook, request.containers)
+    side_tasks = [side for side in (checked.job_preparation, checked.job_release) if side is not None]
+    extras = task_extras(
+        hook,
+        [*specs, *side_tasks],
+        request.containers,
+        registry,
+        request.blob,
+        checked.inputs,
+        checked.outputs,
+        sas_lifetime,
+    )
+    extras.files = stage_files(hook, request.files_for_tasks, sas_lifetime, log)
+    extras.workspaces, packed = stage_workspaces(
+        hook, [*specs, *side_tasks], checked.workspace, where.dag_folder, sas_lifetime, log
+    )
+    pool_id, auto_pool = prepare_pool(
+        hook,
+        request.pool,
+        specs,
+        job_image=request.containers.image,
+        registry=registry,
+        log=log,
+        run_as=[checked.run_as, *(spec.run_as for spec in specs), *(side.run_as for side in side_tasks)],
+    )
+    if packed:
+        metadata[WORKSPACE_METADATA_KEY] = ",".join(workspace.sha256 for workspace in packed)
+    log_location = LogLocation(extras.log_container, request.blob.logs_prefix) if extras.log_container else None
+    if log_location is not None:
+        # Kept with the job, so that anyone watching it later (the sensor, the CLI) finds its uploaded logs.
+        metadata[LogLocation.METADATA_KEY] = log_location.to_metadata()
+    return JobSubmission(
+        job_id=job_id,
+        pool_id=pool_id,
+        tasks=specs,
+        environment=checked.environment,
+        metadata=metadata,
+        default_retries=request.max_task_retries,
+        default_wall_clock=request.max_wall_clock,
+        job_max_wall_clock=request.job_max_wall_clock,
+        display_name=checked.display_name,
+        max_parallel_tasks=request.max_parallel_tasks,
+        auto_pool=auto_pool,
+        auto_pool_prefix=request.pool.auto_pool_prefix,
+        extras=extras,
+        log_location=log_location,
+        priority=checked.priority,
+        run_as=checked.run_as,
+        job_overrides=checked.job_overrides,
+        task_overrides=checked.task_overrides,
+        fail_fast=request.fail_fast,
+        default_exit_conditions=checked.exit_conditions,
+        default_skip_codes=checked.skip_on_exit_code,
+        job_preparation=checked.job_preparation,
+        job_release=checked.job_release,
+        default_result_file=request.result_file,
+    )
