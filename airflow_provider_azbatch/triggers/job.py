@@ -27,9 +27,10 @@ cut off from the database), and cancels them there once it looks at the database
 - Airflow 3.3 calls ``on_kill`` for such a cancellation as for a user's, so ``on_kill`` terminates the job
   only when the task instance is no longer deferred (a user marked or cleared it), never when the task is
   still deferred on a trigger that moved.
-- A trigger that comes back from a stall as long as half that threshold reads the checkpoint before its
-  next poll: if another trigger wrote one that shows every stream further, it continues from there instead
-  of showing again what that one showed.
+- A trigger that comes back from a stall as long as half that threshold waits ``STALL_SETTLE_SECONDS`` (for
+  Airflow to cancel it, if it was handed over) and reads the checkpoint before its next poll: if another
+  trigger wrote one that shows every stream further, it continues from there instead of showing again what
+  that one showed.
 """
 
 from __future__ import annotations
@@ -70,6 +71,8 @@ FINAL_CHECKPOINT_SECONDS = 5.0
 # A poll this late (a fraction of [triggerer] triggerer_health_check_threshold) looks whether another trigger
 # took the job over meanwhile.
 STALL_FRACTION = 0.5
+# How long a trigger back from such a stall waits before it reads the checkpoint and polls again.
+STALL_SETTLE_SECONDS = 5.0
 
 
 _look_budgets: dict[int, TokenBucket] = {}
@@ -329,6 +332,9 @@ class AzureBatchJobTrigger(BaseTrigger):
             started = time.time()
             late = max(started - wake_at, overran)
             if late > stall:
+                # Give Airflow a moment to cancel this trigger if it was handed over, and the other trigger
+                # one to checkpoint, before reading what that one showed.
+                await asyncio.sleep(STALL_SETTLE_SECONDS)
                 taken_over = await self._checkpoint_past(state, late)
                 if taken_over is not None:
                     watcher = self._watcher(taken_over)

@@ -461,8 +461,11 @@ def test_a_crashed_triggerers_triggers_resume_after_the_health_check_threshold(s
 def test_a_redistribution_repeats_at_most_two_checkpoint_intervals_worth_of_lines(scenario):
     repeats = _repeats(scenario, "freeze", "stop", STREAMED)
     # The new trigger shows again what the frozen one showed after its last checkpoint; the frozen one, back,
-    # catches up with the new one's last checkpoint and shows again what that one showed after it.
-    bound = 2 * (int((CHECKPOINT + POLL) / PAUSE) + 1)
+    # catches up with the new one's last checkpoint and shows again what that one showed after it: two
+    # checkpoint intervals' worth. Unless the new one had not checkpointed yet when the frozen one read: then
+    # the frozen one shows what it missed while frozen, until Airflow cancels it (the stall's worth).
+    usual = 2 * (int((CHECKPOINT + POLL) / PAUSE) + 1)
+    bound = usual + int((scenario.times["thaw"] - scenario.times["freeze"]) / PAUSE)
     delays = [
         first - scenario.times["freeze"]
         for key in STREAMED
@@ -470,7 +473,8 @@ def test_a_redistribution_repeats_at_most_two_checkpoint_intervals_worth_of_line
     ]
     report(
         f"redistribution (SIGSTOP past the threshold, then SIGCONT): lines shown twice per job: max "
-        f"{max(repeats.values())}, total {sum(repeats.values())} (bound {bound}); first line from the new "
+        f"{max(repeats.values())}, median {statistics.median(repeats.values()):g}, total {sum(repeats.values())} "
+        f"(two checkpoint intervals' worth: {usual}; with the stall's: {bound}); first line from the new "
         f"triggerer {statistics.median(delays):.1f} s (median) / {max(delays):.1f} s (max) after the freeze"
     )
     assert max(repeats.values()) <= bound, repeats
@@ -525,7 +529,8 @@ def test_each_job_is_polled_by_one_trigger_at_a_time(scenario):
         f"{max(around_thaw.values())}"
     )
     assert max(worst.values()) <= window // POLL + 1, worst
-    assert max(around_thaw.values()) <= window // POLL + 3, around_thaw
+    # Not two triggers polling through a whole window: a poll or a few from the one back from its stall.
+    assert max(around_thaw.values()) <= window // POLL + 5, around_thaw
 
 
 def test_only_the_marked_task_terminates_its_job_once(scenario):

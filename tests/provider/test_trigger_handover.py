@@ -15,6 +15,7 @@ from airflow_provider_azbatch.hooks.batch import AzureBatchHook
 from airflow_provider_azbatch.submission.job import JobSubmission
 from airflow_provider_azbatch.submission.reattach import submit
 from airflow_provider_azbatch.submission.tasks import TaskSpec
+from airflow_provider_azbatch.triggers import job as job_trigger
 from airflow_provider_azbatch.triggers.job import AzureBatchJobTrigger
 from airflow_provider_azbatch.watching.state import WatchState
 from tests.airflow_helpers import captured_logs, messages
@@ -149,7 +150,8 @@ class StallsOnce(AzureBatchJobTrigger):
 def test_a_trigger_back_from_a_stall_continues_from_a_further_checkpoint(azbatch_default, shared_pool, monkeypatch):
     # A stall of half the health-check threshold (0.5 s here) may have let another triggerer take over.
     monkeypatch.setenv("AIRFLOW__TRIGGERER__TRIGGERER_HEALTH_CHECK_THRESHOLD", "1")
-    job_id = _running_job(shared_pool, sh("for n in $(seq 1 40); do printf 'line %03d\\n' $n; sleep 0.1; done"))
+    monkeypatch.setattr(job_trigger, "STALL_SETTLE_SECONDS", 0.3)
+    job_id = _running_job(shared_pool, sh("for n in $(seq 1 40); do printf 'line %03d\\n' $n; sleep 0.15; done"))
     state = WatchState(job_id=job_id, expected_tasks=1, streamed=["t"])
     trigger = StallsOnce("azbatch_default", state.to_json(), poll_interval=0.2)
 
