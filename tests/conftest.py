@@ -92,3 +92,13 @@ def azbatch_with_storage(local_batch_service, azurite, monkeypatch):
         azbatch_connection_json(local_batch_service, storage_account_url=azurite.url, storage_account_key=azurite.key),
     )
     return local_batch_service
+
+
+def pytest_terminal_summary(terminalreporter) -> None:  # type: ignore[no-untyped-def]
+    """What tests measured (``tests.measured.report``), where a run without ``-s`` shows it."""
+    from tests.measured import MEASURED
+
+    if MEASURED:
+        terminalreporter.section("measured")
+        for line in MEASURED:
+            terminalreporter.line(line)

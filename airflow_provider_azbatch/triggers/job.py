@@ -19,6 +19,18 @@ against 60 ms in a warm one), so a trigger must not wait for one before its firs
 exist: no checkpoint is written during the first ``FRESH_SECONDS`` after the task deferred, and a
 trigger starting within them begins from its kwargs at once. The price: a triggerer restart within those
 first seconds shows their output again.
+
+With several triggerers, Airflow hands the triggers of one whose heartbeat lapsed for
+``[triggerer] triggerer_health_check_threshold`` to another, even when it is still alive (stalled, paused,
+cut off from the database), and cancels them there once it looks at the database again. Two things follow:
+
+- Airflow 3.3 calls ``on_kill`` for such a cancellation as for a user's, so ``on_kill`` terminates the job
+  only when the task instance is no longer deferred (a user marked or cleared it), never when the task is
+  still deferred on a trigger that moved.
+- A trigger that comes back from a stall as long as half that threshold waits ``STALL_SETTLE_SECONDS`` (for
+  Airflow to cancel it, if it was handed over) and reads the checkpoint before its next poll: if another
+  trigger wrote one that shows every stream further, it continues from there instead of showing again what
+  that one showed.
 """
 
 from __future__ import annotations
@@ -43,11 +55,11 @@ from airflow_provider_azbatch.hooks.batch_async import AzureBatchAsyncHook
 from airflow_provider_azbatch.hooks.errors import describe_error
 from airflow_provider_azbatch.pools.health import PoolProblem
 from airflow_provider_azbatch.watching.budget import TokenBucket
-from airflow_provider_azbatch.watching.core import JobWatcher
+from airflow_provider_azbatch.watching.core import Emit, JobWatcher
 from airflow_provider_azbatch.watching.drivers import run_async
 from airflow_provider_azbatch.watching.outages import DEFAULT_MAX_OUTAGE_SECONDS, OutagePolicy, WaitFailed
 from airflow_provider_azbatch.watching.output_log import log_emitter
-from airflow_provider_azbatch.watching.state import WatchState
+from airflow_provider_azbatch.watching.state import TERMINAL_JOB_STATES, WatchState
 
 CHECKPOINT_KEY = "azbatch_watch_state"
 # Requests one trigger makes at once (the shared client's connection pool bounds all triggers together).
@@ -56,9 +68,16 @@ STEP_CONCURRENCY = 8
 FRESH_SECONDS = 10.0
 # How long a cancelled trigger (triggerer shutdown) may take to write its last checkpoint.
 FINAL_CHECKPOINT_SECONDS = 5.0
+# A poll this late (a fraction of [triggerer] triggerer_health_check_threshold) looks whether another trigger
+# took the job over meanwhile.
+STALL_FRACTION = 0.5
+# How long a trigger back from such a stall waits before it reads the checkpoint and polls again.
+STALL_SETTLE_SECONDS = 5.0
 
 
 _look_budgets: dict[int, TokenBucket] = {}
+# on_kill's work in flight (see AzureBatchJobTrigger.on_kill).
+_killing: set[asyncio.Future[None]] = set()
 
 
 def _until(deadline: float | None) -> contextlib.AbstractAsyncContextManager[Any]:
@@ -78,24 +97,74 @@ def shared_look_budget() -> TokenBucket:
     return budget
 
 
+def _health_check_threshold() -> float:
+    """``[triggerer] triggerer_health_check_threshold``: how long a triggerer's heartbeat may lapse before
+    Airflow hands its triggers to another one."""
+    try:
+        from airflow.sdk import conf
+
+        return conf.getfloat("triggerer", "triggerer_health_check_threshold", fallback=30.0)
+    except Exception:  # outside an Airflow installation, or an unreadable value: Airflow's default
+        return 30.0
+
+
+class PollLines:
+    """The output lines of the poll in progress, shown once it is known not to be the last.
+
+    Those of the last poll (the one that finds the job over) are left to the task, which shows them when it
+    resumes from the event's state (read before that poll): a triggerer that has not written a trigger's last
+    lines to the task's log when it learns that the trigger is over writes them to its own log instead
+    (Airflow 3.3.2 closes the task's trigger log then), where the task's log does not show them.
+    """
+
+    def __init__(self, emit: Emit) -> None:
+        self._emit = emit
+        self._held: list[tuple[str | None, str]] = []
+
+    def __call__(self, task_id: str | None, line: str) -> None:
+        self._held.append((task_id, line))
+
+    def show(self) -> None:
+        for task_id, line in self._held:
+            self._emit(task_id, line)
+        self._held.clear()
+
+    def drop(self) -> None:
+        self._held.clear()
+
+
 class Checkpoints:
     """Writes the latest watch state in the background: at most once per ``interval``, only when it moved,
-    never before ``not_before`` (epoch seconds), never on the poll's path."""
+    never before ``not_before`` (epoch seconds), never on the poll's path.
 
-    def __init__(self, write: Callable[[dict[str, Any]], Awaitable[None]], interval: float, not_before: float) -> None:
+    Nor when the watch has not polled for ``max_age`` seconds: it was stalled, and another trigger may have
+    taken the job over and checkpointed further since (writing this state would take that back).
+    """
+
+    def __init__(
+        self,
+        write: Callable[[dict[str, Any]], Awaitable[None]],
+        interval: float,
+        not_before: float,
+        max_age: float | None = None,
+    ) -> None:
         self._write = write
         self.interval = interval
         self.not_before = not_before
+        self.max_age = max_age
         self._written: dict[str, Any] | None = None
         self._latest: dict[str, Any] | None = None
         self._next_at = not_before
+        self._offered_at = time.time()
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.writes = 0
 
     def offer(self, state: dict[str, Any], written: bool = False) -> None:
-        if written:  # what the watch started from is stored already
-            self._written = state
+        """The watch's state after a poll (every poll offers it, moved or not)."""
+        self._offered_at = time.time()
+        if written:  # stored already: what the watch started from, or caught up with
+            self._written = self._latest = state
             return
         if state == self._written:
             return
@@ -116,6 +185,8 @@ class Checkpoints:
     async def _write_latest(self) -> None:
         state = self._latest
         if state is None or state == self._written or time.time() < self.not_before:
+            return
+        if self.max_age is not None and time.time() - self._offered_at > self.max_age:
             return
         self._next_at = time.time() + self.interval
         await self._write(state)
@@ -171,6 +242,9 @@ class AzureBatchJobTrigger(BaseTrigger):
         self.max_outage = max_outage
         self.terminate_on_kill = terminate_on_kill
         self.deferred_at = deferred_at
+        self._state: WatchState | None = None  # the watch's state now (it changes if it catches up)
+        self._shown: dict[str, Any] | None = None  # its state after the last poll whose lines were shown
+        self._lines: PollLines | None = None
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
@@ -192,15 +266,12 @@ class AzureBatchJobTrigger(BaseTrigger):
     def job_id(self) -> str:
         return str(self.watch_state["job_id"])
 
-    async def run(self) -> AsyncIterator[TriggerEvent]:
-        not_before = (self.deferred_at + FRESH_SECONDS) if self.deferred_at is not None else 0.0
-        checkpoints = Checkpoints(self._write_checkpoint, config.get_float("checkpoint_interval"), not_before)
-        start = await self._starting_state(not_before)
-        state = WatchState.from_json(start)
-        checkpoints.offer(state.to_json(), written=True)
-        watcher = JobWatcher(
+    def _watcher(self, state: WatchState) -> JobWatcher:
+        if self._lines is None:
+            self._lines = PollLines(log_emitter(self.log))
+        return JobWatcher(
             state,
-            log_emitter(self.log),
+            self._lines,
             stream_output=self.stream_output,
             poll_interval=self.poll_interval,
             max_read_bytes=self.max_read_bytes,
@@ -208,6 +279,20 @@ class AzureBatchJobTrigger(BaseTrigger):
             partial_line_seconds=config.get_float("partial_line_seconds"),
             look_budget=shared_look_budget(),
         )
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        not_before = (self.deferred_at + FRESH_SECONDS) if self.deferred_at is not None else 0.0
+        stall = STALL_FRACTION * _health_check_threshold()
+        # A watch offers its state every poll: one older than a poll and a stall means it stalled.
+        checkpoints = Checkpoints(
+            self._write_checkpoint,
+            config.get_float("checkpoint_interval"),
+            not_before,
+            max_age=self.poll_interval + stall,
+        )
+        start = await self._starting_state(not_before)
+        watcher = self._watcher(WatchState.from_json(start))
+        checkpoints.offer(watcher.state.to_json(), written=True)
         hook = AzureBatchAsyncHook(self.azbatch_conn_id)
         try:
             async with hook.connected():
@@ -215,27 +300,55 @@ class AzureBatchJobTrigger(BaseTrigger):
                     # One timer for the whole watch: it ends a sleep at the deadline and cancels a poll in
                     # flight there (a timer per poll would cost every job a timer and a task per poll).
                     async with _until(self.deadline):
-                        event = await self._watch(watcher, hook, checkpoints)
+                        event = await self._watch(watcher, hook, checkpoints, stall)
                 except asyncio.TimeoutError:  # the deadline's, only: _watch turns its own errors into events
-                    event = self._event("timeout", state)
+                    # A poll cut short shows nothing: the task shows it (from the state its lines were not in).
+                    self._drop_poll_lines()
+                    event = self._event("timeout", self._shown or watcher.state.to_json())
         except asyncio.CancelledError:
-            # Triggerer shutdown or redistribution (or the task was killed): keep what was shown.
+            # Triggerer shutdown or redistribution (or the task was killed): keep what was shown. The lines of a
+            # poll cut short are not: the last offered state, which the final checkpoint writes, has not them.
+            self._drop_poll_lines()
             await checkpoints.close(final=True)
             raise
         await checkpoints.close(final=False)
         yield event
 
-    async def _watch(self, watcher: JobWatcher, hook: AzureBatchAsyncHook, checkpoints: Checkpoints) -> TriggerEvent:
-        """Poll until the job is over or an error ends the watch; the deadline is the caller's."""
-        state = watcher.state
+    async def _watch(
+        self, watcher: JobWatcher, hook: AzureBatchAsyncHook, checkpoints: Checkpoints, stall: float
+    ) -> TriggerEvent:
+        """Poll until the job is over or an error ends the watch; the deadline is the caller's. A poll more
+        than ``stall`` seconds late (or after one that took that long) first catches up with a checkpoint
+        another trigger wrote meanwhile."""
+        self._state = state = watcher.state
+        self._shown = state.to_json()
+        lines = self._lines
+        assert lines is not None
         policy = OutagePolicy(self.job_id, self.max_outage)
         limit = asyncio.Semaphore(STEP_CONCURRENCY)
+        wake_at = time.time()
+        overran = 0.0  # how long the last poll took: a stall can come during one
         while True:
+            started = time.time()
+            late = max(started - wake_at, overran)
+            if late > stall:
+                # Give Airflow a moment to cancel this trigger if it was handed over, and the other trigger
+                # one to checkpoint, before reading what that one showed.
+                await asyncio.sleep(STALL_SETTLE_SECONDS)
+                taken_over = await self._checkpoint_past(state, late)
+                if taken_over is not None:
+                    watcher = self._watcher(taken_over)
+                    self._state = state = watcher.state
+                    self._shown = state.to_json()
+                    checkpoints.offer(self._shown, written=True)
             try:
                 done = await run_async(watcher.step(time.time()), hook, limit)
+                overran = time.time() - started
             except PoolProblem as problem:
+                lines.show()
                 return self._error(state, str(problem), permanent=True, pool_problem=True)
             except Exception as exc:
+                lines.show()  # what the poll read before its error is in the state
                 try:
                     delay = policy.delay_after(exc, time.monotonic())
                 except WaitFailed as failed:
@@ -243,16 +356,42 @@ class AzureBatchJobTrigger(BaseTrigger):
                 self.log.warning(
                     "Transient error from the Batch service (%s); retrying in %.1f s", describe_error(exc), delay
                 )
+                wake_at = time.time() + delay
                 await asyncio.sleep(delay)
                 continue
             policy.succeeded()
-            checkpoints.offer(state.to_json())
             if done:
-                return self._event("done", state)
+                lines.drop()  # the task shows them (see PollLines)
+                return self._event("done", self._shown)
+            lines.show()
+            self._shown = state.to_json()
+            checkpoints.offer(self._shown)
+            wake_at = time.time() + self.poll_interval
             await asyncio.sleep(self.poll_interval)
 
-    def _event(self, status: str, state: WatchState) -> TriggerEvent:
-        return TriggerEvent({"status": status, "job_id": self.job_id, "watch_state": state.to_json()})
+    def _drop_poll_lines(self) -> None:
+        if self._lines is not None:
+            self._lines.drop()
+
+    async def _checkpoint_past(self, state: WatchState, late: float) -> WatchState | None:
+        """After a stall: the checkpoint, if another trigger (the one Airflow handed the job to meanwhile) wrote
+        one showing every stream further than ``state``."""
+        saved = await self._read_checkpoint()
+        if saved is None:
+            return None
+        theirs = WatchState.from_json(saved)
+        if not theirs.shown_past(state):
+            return None
+        self.log.info(
+            "This triggerer stalled for %.0f s and another one showed Batch job %s output meanwhile: "
+            "continuing from its checkpoint",
+            late,
+            self.job_id,
+        )
+        return theirs
+
+    def _event(self, status: str, state: dict[str, Any]) -> TriggerEvent:
+        return TriggerEvent({"status": status, "job_id": self.job_id, "watch_state": state})
 
     def _error(self, state: WatchState, message: str, *, permanent: bool, pool_problem: bool = False) -> TriggerEvent:
         payload: dict[str, Any] = {
@@ -267,12 +406,47 @@ class AzureBatchJobTrigger(BaseTrigger):
         return TriggerEvent(payload)
 
     async def on_kill(self) -> None:
-        """A user marked the deferred task failed/success or cleared it: stop the job we submitted."""
+        """A user marked the deferred task failed/success or cleared it: stop the job we submitted.
+
+        Airflow 3.3 also calls this when the trigger was handed to another triggerer (this one's heartbeat
+        lapsed): the task is still deferred then, and the job goes on under the other trigger.
+
+        The triggerer repeats its cancellation about every second until the trigger is over, which would
+        cancel this too: the work is shielded, and finishes even when this returns early.
+        """
         if not self.terminate_on_kill:
+            return
+        work = asyncio.ensure_future(self._terminate_unless_moved())
+        _killing.add(work)  # the loop keeps only weak references to tasks
+        work.add_done_callback(_killing.discard)
+        await asyncio.shield(work)
+
+    async def _terminate_unless_moved(self) -> None:
+        try:
+            task_state = await self._task_state()
+        except Exception as exc:
+            # Rather leave a job running than kill one that another trigger watches.
+            self.log.warning(
+                "Batch job %s was not terminated: the task instance's state could not be read (%s); "
+                "terminate the job yourself if the task was killed",
+                self.job_id,
+                describe_error(exc),
+            )
+            return
+        if task_state == "deferred":
+            self.log.info(
+                "Batch job %s goes on: the task is still deferred, its trigger runs on another triggerer now",
+                self.job_id,
+            )
             return
         hook = AzureBatchAsyncHook(self.azbatch_conn_id)
         try:
             async with hook.connected():
+                # A trigger that was moved may run on two triggerers a moment: both are told of the kill.
+                status = await hook.get_job_status(self.job_id)
+                if status is None or status.state in TERMINAL_JOB_STATES:
+                    self.log.info("Batch job %s has ended already (the Airflow task was killed)", self.job_id)
+                    return
                 await hook.terminate_job(self.job_id, "AirflowTaskKilled")
         except Exception as exc:
             self.log.warning("Could not terminate Batch job %s: %s", self.job_id, describe_error(exc))
@@ -286,20 +460,46 @@ class AzureBatchJobTrigger(BaseTrigger):
             return None
         return {"dag_id": ti.dag_id, "task_id": ti.task_id, "run_id": ti.run_id, "map_index": ti.map_index}
 
-    async def _starting_state(self, not_before: float) -> dict[str, Any]:
-        """The kwargs' state, or a newer checkpoint. None can exist before ``not_before``: no read then."""
+    async def _task_state(self) -> str | None:
+        """The task instance's state now, as the triggerer's execution API reads it (None: the trigger runs
+        without a task instance, outside a triggerer)."""
         where = self._ti_coordinates()
-        if where is None or time.time() < not_before:
-            return self.watch_state
+        if where is None:
+            return None
+        from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
+
+        # The request goes through the triggerer's event loop: made from a thread, it does not block it.
+        states = await asyncio.to_thread(
+            RuntimeTaskInstance.get_task_states,
+            dag_id=where["dag_id"],
+            task_ids=[where["task_id"]],
+            run_ids=[where["run_id"]],
+            map_index=where["map_index"],
+        )
+        key = where["task_id"] if where["map_index"] < 0 else f"{where['task_id']}_{where['map_index']}"
+        value = states[where["run_id"]][key]
+        return "none" if value is None else str(value)  # no state: the task was cleared
+
+    async def _read_checkpoint(self) -> dict[str, Any] | None:
+        where = self._ti_coordinates()
+        if where is None:
+            return None
         try:
             saved = await aget_xcom(CHECKPOINT_KEY, **where)
         except Exception as exc:
             self.log.debug("No checkpoint read (%s)", exc)
+            return None
+        return saved if isinstance(saved, dict) and saved.get("job_id") == self.job_id else None
+
+    async def _starting_state(self, not_before: float) -> dict[str, Any]:
+        """The kwargs' state, or a newer checkpoint. None can exist before ``not_before``: no read then."""
+        if time.time() < not_before:
             return self.watch_state
-        if isinstance(saved, dict) and saved.get("job_id") == self.job_id:
-            self.log.info("Resuming Batch job %s output from the last checkpoint", self.job_id)
-            return saved
-        return self.watch_state
+        saved = await self._read_checkpoint()
+        if saved is None:
+            return self.watch_state
+        self.log.info("Resuming Batch job %s output from the last checkpoint", self.job_id)
+        return saved
 
     async def _write_checkpoint(self, state: dict[str, Any]) -> None:
         where = self._ti_coordinates()

@@ -126,6 +126,24 @@ class WatchState:
         known = {key: value for key, value in data.items() if key not in ("last_job_check", "last_pool_check")}
         return cls(**known)
 
+    def shown_past(self, other: WatchState) -> bool:
+        """Whether this state has shown every stream of the job at least as far as ``other``, and one further.
+
+        A checkpoint for which this holds can replace ``other`` without showing a line twice or losing one.
+        A stream whose file is not the same one in both (a task that started over) cannot be compared: False.
+        """
+        if self.job_id != other.job_id:
+            return False
+        further = False
+        for key in self.cursors.keys() | other.cursors.keys():
+            mine, theirs = StreamCursor.from_json(self.cursors.get(key)), StreamCursor.from_json(other.cursors.get(key))
+            if mine.created is not None and theirs.created is not None and mine.created != theirs.created:
+                return False
+            if (mine.offset, mine.done) < (theirs.offset, theirs.done):
+                return False
+            further = further or (mine.offset, mine.done) > (theirs.offset, theirs.done)
+        return further
+
     def cursor(self, task_id: str, stream: str) -> StreamCursor:
         return StreamCursor.from_json(self.cursors.get(f"{task_id}/{stream}"))
 

@@ -1,7 +1,10 @@
-"""Administration endpoints (not part of the Batch API): health, request counts, faults and quotas.
+"""Administration endpoints (not part of the Batch API): health, request counts and log, faults, quotas, storage.
 
 GET          /_emulator/health
 GET | DELETE /_emulator/stats      requests served per REST operation id
+GET | DELETE /_emulator/requests   the latest requests, oldest first: when each arrived, its operation, the
+                                   job it names and its status; ``?job=`` and ``?operation=`` (repeatable)
+                                   keep only those
 GET | PUT    /_emulator/faults     the fault rules (PUT takes the spec as the body)
 GET | PUT    /_emulator/quota      {"jobs": N, "pools": N, "nodes": N}; null is no limit, a name left out
                                    is left as it is
@@ -35,6 +38,8 @@ def admin_routes(server: LocalBatchServer) -> list[web.RouteDef]:
         web.get("/_emulator/health", admin.health),
         web.get("/_emulator/stats", admin.stats),
         web.delete("/_emulator/stats", admin.reset_stats),
+        web.get("/_emulator/requests", admin.request_log),
+        web.delete("/_emulator/requests", admin.clear_request_log),
         web.get("/_emulator/faults", admin.faults),
         web.put("/_emulator/faults", admin.put_faults),
         web.get("/_emulator/quota", admin.quota),
@@ -58,6 +63,20 @@ class _Admin:
     async def reset_stats(self, request: web.Request) -> web.Response:
         self.server.requests.clear()
         return web.json_response({"requests": {}, "total": 0})
+
+    async def request_log(self, request: web.Request) -> web.Response:
+        jobs = set(request.query.getall("job", []))
+        operations = set(request.query.getall("operation", []))
+        records = [
+            record.to_json()
+            for record in self.server.request_log
+            if (not jobs or record.job_id in jobs) and (not operations or record.operation in operations)
+        ]
+        return web.json_response({"requests": records, "kept": self.server.request_log.maxlen})
+
+    async def clear_request_log(self, request: web.Request) -> web.Response:
+        self.server.request_log.clear()
+        return web.json_response({"requests": [], "kept": self.server.request_log.maxlen})
 
     async def faults(self, request: web.Request) -> web.Response:
         return web.json_response({"spec": self.server.faults.spec})

@@ -12,7 +12,7 @@ import socket
 import tempfile
 import time
 import uuid
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -78,6 +78,21 @@ class EmulatorConfig:
     subscription_id: str = DEV_SUBSCRIPTION_ID
     blob_endpoints: dict[str, str] = field(default_factory=dict)
     mount_sources: dict[str, str] = field(default_factory=dict)
+    request_log_size: int = 100_000
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    """One request as the request log keeps it: when it arrived (epoch seconds), its REST operation, the
+    job its path names (if any) and the status it was answered with (0: the connection was dropped)."""
+
+    at: float
+    operation: str
+    job_id: str | None
+    status: int
+
+    def to_json(self) -> dict[str, object]:
+        return {"at": self.at, "operation": self.operation, "job": self.job_id, "status": self.status}
 
 
 @dataclass
@@ -89,6 +104,8 @@ class LocalBatchServer:
     authority: TokenAuthority | None = None
     faults: FaultInjector = field(default_factory=FaultInjector)
     requests: Counter[str] = field(default_factory=Counter)
+    # The latest requests, oldest first (bounded: ``config.request_log_size``).
+    request_log: deque[RequestRecord] = field(default_factory=deque)
     _runner: web.AppRunner | None = None
     _created_root: bool = False
     _task_root: Path | None = None
@@ -96,6 +113,7 @@ class LocalBatchServer:
     async def start(self) -> None:
         config = self.config
         self.faults = FaultInjector.parse(config.faults, OPERATIONS, config.fault_seed)
+        self.request_log = deque(maxlen=config.request_log_size)
         if config.task_root is None:
             self._task_root = Path(tempfile.mkdtemp(prefix="azbatch-local-"))
             self._created_root = True
@@ -160,10 +178,12 @@ class LocalBatchServer:
     # -- the Batch API --------------------------------------------------------------------------------
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         request["request_id"] = str(uuid.uuid4())
+        request["arrived"] = time.time()
         started = time.perf_counter()
         route, params, path_known = resolve(request.method, request.raw_path)
         operation = route.operation if route is not None else "Unknown"
         self.requests[operation] += 1
+        request["job_id"] = params.get("jobId")
         response: web.StreamResponse
         drop_after = False
         try:
@@ -252,6 +272,7 @@ class LocalBatchServer:
         await _check_body_integrity(request)
 
     def _log(self, request: web.Request, status: int, operation: str, started: float, note: str = "") -> None:
+        self.request_log.append(RequestRecord(request["arrived"], operation, request.get("job_id"), status))
         if self.config.log_requests:
             elapsed = (time.perf_counter() - started) * 1000
             log.info("%s %s %s %s %.1fms %s", request.method, request.raw_path, status, operation, elapsed, note)

@@ -83,6 +83,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="a local directory standing for an NFS export, Azure Files URL or CIFS share a pool mounts; repeatable",
     )
     parser.add_argument("--quiet", action="store_true", help="do not log requests")
+    parser.add_argument(
+        "--request-log",
+        type=_non_negative_int,
+        default=100_000,
+        metavar="N",
+        help="keep the last N requests for GET /_emulator/requests (default 100000; 0: none)",
+    )
     return parser
 
 
@@ -131,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         subscription_id=args.subscription_id,
         blob_endpoints=dict(args.blob_endpoint),
         mount_sources=dict(args.mount_source),
+        request_log_size=args.request_log,
     )
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stdout)
     try:

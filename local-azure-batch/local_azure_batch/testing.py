@@ -20,6 +20,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 import urllib.request
 from collections import deque
 from collections.abc import Iterator, Sequence
@@ -73,6 +74,16 @@ class LocalBatchService:
 
     def reset_request_counts(self) -> None:
         self._admin("DELETE", "stats")
+
+    def request_log(self, *, jobs: Sequence[str] = (), operations: Sequence[str] = ()) -> list[dict[str, Any]]:
+        """The latest requests served (``--request-log`` of them), oldest first, each ``{"at": epoch seconds,
+        "operation": REST operation id, "job": the job its path names or None, "status": HTTP status, 0 if
+        dropped}``; only those of ``jobs`` and ``operations`` when given."""
+        query = urllib.parse.urlencode([*(("job", job) for job in jobs), *(("operation", op) for op in operations)])
+        return self._admin("GET", f"requests?{query}" if query else "requests")["requests"]
+
+    def clear_request_log(self) -> None:
+        self._admin("DELETE", "requests")
 
     def set_faults(self, spec: str) -> None:
         """Replace the fault injection rules (see the README's fault syntax); '' turns them off."""

@@ -1,8 +1,11 @@
-"""A real Airflow deployment for tests: API server, scheduler, DAG processor and triggerer as processes.
+"""A real Airflow deployment for tests: API server, scheduler, DAG processor and triggerers as processes.
 
-Everything runs on loopback with SQLite and the LocalExecutor, in a throwaway AIRFLOW_HOME. Each
-component is its own process group, so a test can stop and restart one (the triggerer) and stopping
-the cluster stops everything it started.
+Everything runs on loopback with the LocalExecutor, in a throwaway AIRFLOW_HOME, on SQLite or the
+database given (PostgreSQL for more than one triggerer). Each component is its own process group, so a
+test can stop, kill, freeze or restart one (a triggerer) and stopping the cluster stops everything it
+started. Triggerers after the first are named ``triggerer-2``, ``triggerer-3``...: the first serves the
+triggerers' logs, the others skip serving them, as one port is all the API server knows (all of them write
+to the one log folder, which the API server reads too); with ``serve_trigger_logs=False`` none does.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -37,9 +41,24 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+def _command(name: str, serve_trigger_logs: bool) -> list[str]:
+    if name.startswith("triggerer-") or (name == "triggerer" and not serve_trigger_logs):
+        return [*COMPONENTS["triggerer"], "--skip-serve-logs"]
+    return COMPONENTS[name]
+
+
 class AirflowCluster:
-    def __init__(self, home: Path, dags_folder: Path, extra_env: dict[str, str]) -> None:
+    def __init__(
+        self,
+        home: Path,
+        dags_folder: Path,
+        extra_env: dict[str, str],
+        *,
+        database_url: str | None = None,
+        serve_trigger_logs: bool = True,
+    ) -> None:
         self.home = home
+        self.serve_trigger_logs = serve_trigger_logs
         self.port = _free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         bin_dir = str(Path(sys.executable).parent)
@@ -63,7 +82,7 @@ class AirflowCluster:
                 "AIRFLOW__API__SECRET_KEY": "airflow-run-test-secret",
                 # Airflow 3.0-3.2 refuse `?deserialize=true` on XCom entries unless this is on.
                 "AIRFLOW__API__ENABLE_XCOM_DESERIALIZE_SUPPORT": "True",
-                "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db",
+                "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": database_url or f"sqlite:///{home}/airflow.db",
                 "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(_free_port()),
                 "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(_free_port()),
                 "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "1",
@@ -75,6 +94,8 @@ class AirflowCluster:
         )
         self.env = env
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
+        # Triggerer component name -> the id of its job (the ``triggerer_job`` of the tasks it runs).
+        self.triggerer_jobs: dict[str, int] = {}
         self._token: str | None = None
 
     # -- processes --------------------------------------------------------------------------------------
@@ -87,16 +108,39 @@ class AirflowCluster:
             timeout=timeout,
         )
 
-    def start(self) -> None:
+    def start(self, triggerers: int = 1) -> None:
         self.home.mkdir(parents=True, exist_ok=True)
         migrated = self.airflow("db", "migrate")
         assert migrated.returncode == 0, migrated.stdout[-3000:] + migrated.stderr[-3000:]
         for name in COMPONENTS:
             self.start_component(name)
         wait_until(self._healthy, timeout=180, interval=1, what="Airflow components healthy")
+        # One after the other, so that each triggerer's job is known by the name of its process.
+        self.triggerer_jobs["triggerer"] = self._new_triggerer_job(set())
+        for number in range(2, triggerers + 1):
+            self.start_triggerer(f"triggerer-{number}")
+
+    def start_triggerer(self, name: str) -> int:
+        """Start one more triggerer; returns its job id once it heartbeats."""
+        known = set(self.running_triggerer_jobs())
+        self.start_component(name)
+        self.triggerer_jobs[name] = self._new_triggerer_job(known)
+        return self.triggerer_jobs[name]
+
+    def running_triggerer_jobs(self) -> list[int]:
+        jobs = self.api("GET", "/jobs?job_type=TriggererJob&job_state=running&limit=100")["jobs"]
+        return [job["id"] for job in jobs]
+
+    def _new_triggerer_job(self, known: set[int]) -> int:
+        def started() -> int | None:
+            new = set(self.running_triggerer_jobs()) - known
+            assert len(new) <= 1, f"more than one new triggerer job: {new}"
+            return new.pop() if new else None
+
+        return wait_until(started, timeout=120, interval=0.5, what="the new triggerer's job")
 
     def start_component(self, name: str) -> None:
-        args = [arg.format(port=self.port) for arg in COMPONENTS[name]]
+        args = [arg.format(port=self.port) for arg in _command(name, self.serve_trigger_logs)]
         log = open(self.home / f"{name}.log", "ab")  # noqa: SIM115 - kept open for the process's life
         self.processes[name] = subprocess.Popen(
             [str(Path(sys.executable).with_name("airflow")), *args],
@@ -120,8 +164,29 @@ class AirflowCluster:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
 
+    def kill_component(self, name: str) -> float:
+        """SIGKILL the component's process group (a crash: nothing is cleaned up); returns when (epoch s)."""
+        process = self.processes.pop(name)
+        killed_at = time.time()
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        return killed_at
+
+    def freeze_component(self, name: str) -> float:
+        """SIGSTOP the component's process group: alive, but silent (as a stalled host or container)."""
+        stopped_at = time.time()
+        os.killpg(self.processes[name].pid, signal.SIGSTOP)
+        return stopped_at
+
+    def thaw_component(self, name: str) -> float:
+        thawed_at = time.time()
+        os.killpg(self.processes[name].pid, signal.SIGCONT)
+        return thawed_at
+
     def stop(self) -> None:
         for name in list(self.processes):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.processes[name].pid, signal.SIGCONT)  # a frozen one could not stop
             self.stop_component(name)
 
     def _healthy(self) -> bool:
@@ -183,26 +248,43 @@ class AirflowCluster:
     def task_instance(self, dag_id: str, run_id: str, task_id: str) -> dict[str, Any]:
         return self.api("GET", f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}")
 
+    def task_instances(self, dag_id: str, run_id: str) -> list[dict[str, Any]]:
+        """Every task instance of the run (mapped ones each with its ``map_index``), with its ``state``, its
+        ``trigger`` and the ``triggerer_job`` running it while deferred."""
+        return self.api("GET", f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances?limit=1000")["task_instances"]
+
     def task_state(self, dag_id: str, run_id: str, task_id: str) -> str | None:
         return self.task_instance(dag_id, run_id, task_id).get("state")
 
     def run_state(self, dag_id: str, run_id: str) -> str:
         return self.api("GET", f"/dags/{dag_id}/dagRuns/{run_id}")["state"]
 
-    def task_log_entries(self, dag_id: str, run_id: str, task_id: str, try_number: int = 1) -> list[dict[str, Any]]:
+    def task_log_entries(
+        self, dag_id: str, run_id: str, task_id: str, try_number: int = 1, map_index: int = -1
+    ) -> list[dict[str, Any]]:
         """The task's log as the UI receives it: structured entries (event, timestamp, logger...), worker and
         triggerer parts merged."""
         body = self.api(
-            "GET", f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/logs/{try_number}?full_content=true"
+            "GET",
+            f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/logs/{try_number}"
+            f"?full_content=true&map_index={map_index}",
         )
         return [entry if isinstance(entry, dict) else {"event": str(entry)} for entry in body.get("content", [])]
 
-    def task_log(self, dag_id: str, run_id: str, task_id: str, try_number: int = 1) -> list[str]:
+    def task_log(self, dag_id: str, run_id: str, task_id: str, try_number: int = 1, map_index: int = -1) -> list[str]:
         """The task's log as the UI shows it, one message per entry."""
-        return [entry.get("event", "") for entry in self.task_log_entries(dag_id, run_id, task_id, try_number)]
+        entries = self.task_log_entries(dag_id, run_id, task_id, try_number, map_index)
+        return [entry.get("event", "") for entry in entries]
 
-    def mark(self, dag_id: str, run_id: str, task_id: str, state: str) -> None:
-        self.api("PATCH", f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}", {"new_state": state})
+    def trigger_log(self, dag_id: str, run_id: str, task: str, triggerer_job: int) -> Path:
+        """The log file one triggerer writes for a task's trigger (``task``: ``task_id`` or
+        ``task_id/map_index=N``), as the API server reads it."""
+        folder = self.home / "logs" / f"dag_id={dag_id}" / f"run_id={run_id}" / f"task_id={task}"
+        return folder / f"attempt=1.log.trigger.{triggerer_job}.log"
+
+    def mark(self, dag_id: str, run_id: str, task_id: str, state: str, map_index: int = -1) -> None:
+        instance = f"{task_id}/{map_index}" if map_index >= 0 else task_id
+        self.api("PATCH", f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{instance}", {"new_state": state})
 
     def xcom(self, dag_id: str, run_id: str, task_id: str, key: str = "return_value") -> Any:
         """An XCom value as the REST API gives it (deserialized)."""

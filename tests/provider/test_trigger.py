@@ -16,9 +16,10 @@ from airflow_provider_azbatch.submission.reattach import submit
 from airflow_provider_azbatch.submission.tasks import TaskSpec
 from airflow_provider_azbatch.triggers.job import AzureBatchJobTrigger
 from airflow_provider_azbatch.watching.core import JobWatcher
-from airflow_provider_azbatch.watching.drivers import run_async
+from airflow_provider_azbatch.watching.drivers import run_async, run_sync
 from airflow_provider_azbatch.watching.state import WatchState
-from tests.helpers import pool_options, wait_until
+from tests.airflow_helpers import captured_logs, messages
+from tests.helpers import pool_options, sh, wait_until
 
 
 def _job(hook: AzureBatchHook, pool: str, tasks: list[TaskSpec]) -> str:
@@ -170,3 +171,25 @@ def test_on_kill_terminates_only_when_told(azbatch_default, shared_pool, batch_c
     assert ended.execution_info.termination_reason == "AirflowTaskKilled"
     assert batch_client.get_job(theirs).state == m.BatchJobState.ACTIVE
     hook.terminate_job(theirs)
+
+
+def test_the_last_polls_lines_are_left_to_the_task(azbatch_default, shared_pool):
+    # A triggerer that learns a trigger is over before it wrote the trigger's last lines to the task's log
+    # writes them to its own (Airflow 3.3.2): the lines of the poll that finds the job over are the task's.
+    hook = AzureBatchHook()
+    job_id = _job(hook, shared_pool, [TaskSpec(id="t", command_line=sh("printf 'first\\nlast\\n'"))])
+    wait_until(lambda: hook.get_task_counts(job_id).completed == 1, what="the job over")
+    start = WatchState(job_id=job_id, expected_tasks=1, streamed=["t"])
+    with captured_logs() as logs:
+        event = _first_event(AzureBatchJobTrigger("azbatch_default", start.to_json(), poll_interval=0.2))
+    assert event.payload["status"] == "done"
+    assert not [line for line in messages(logs) if line.startswith("[t] ")]
+    assert event.payload["watch_state"] == start.to_json()
+    # Resumed, the task shows them (as the operator's flush does), each once.
+    shown: list[str] = []
+    watcher = JobWatcher(
+        WatchState.from_json(event.payload["watch_state"]), lambda task, line: task and shown.append(line)
+    )
+    while not (run_sync(watcher.step(0.0), hook) and not watcher.unfinished_output()):
+        pass
+    assert shown == ["[t] first", "[t] last"]

@@ -71,3 +71,43 @@ def test_offering_never_waits_for_a_write():
         return spent
 
     assert asyncio.run(scenario()) < 0.5
+
+
+def test_a_stalled_watch_writes_no_checkpoint():
+    # A watch that has not polled for max_age was stalled: another trigger may have checkpointed further since.
+    written: list[dict] = []
+
+    async def write(state: dict) -> None:
+        written.append(state)
+
+    async def scenario() -> None:
+        checkpoints = Checkpoints(write, interval=0.0, not_before=0.0, max_age=0.1)
+        checkpoints.offer({"offset": 1})
+        await asyncio.sleep(0.05)
+        assert written == [{"offset": 1}]  # fresh: written at once
+        checkpoints.offer({"offset": 2})
+        time.sleep(0.2)  # the event loop stalls (a frozen process) before the write runs
+        await asyncio.sleep(0.05)
+        await checkpoints.close(final=True)  # nor is it written last
+
+    asyncio.run(scenario())
+    assert written == [{"offset": 1}]
+
+
+def test_a_state_taken_over_is_not_written_back():
+    # The watch caught up with a checkpoint another trigger wrote: that one is stored, nothing to write.
+    written: list[dict] = []
+
+    async def write(state: dict) -> None:
+        written.append(state)
+
+    async def scenario() -> None:
+        checkpoints = Checkpoints(write, interval=60.0, not_before=0.0)
+        checkpoints.offer({"offset": 1})
+        await asyncio.sleep(0.05)
+        checkpoints.offer({"offset": 2})  # waits for the interval
+        checkpoints.offer({"offset": 9}, written=True)  # caught up with the other trigger's checkpoint
+        await checkpoints.close(final=True)
+
+    asyncio.run(scenario())
+    assert written == [{"offset": 1}]

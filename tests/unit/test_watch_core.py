@@ -574,3 +574,24 @@ def test_quiet_and_new_streams_share_the_budget_streams_that_grew_do_not():
         _step(watcher, batch, now=float(later))
     assert batch.calls["list_task_files"] == 10  # the two streams that keep growing, every poll
     assert lines.of("t00") == ["[t00] a"] + ["[t00] more"] * 5
+
+
+def _shown(offset: int, created: str | None = "t0", done: bool = False, **more: dict) -> WatchState:
+    cursors = {"a/stdout.txt": {"offset": offset, "created": created, "done": done}, **more}
+    return WatchState(job_id="j", cursors=cursors)
+
+
+def test_a_checkpoint_is_past_a_state_when_every_stream_is_shown_as_far_and_one_further():
+    assert _shown(10).shown_past(_shown(5))
+    assert not _shown(5).shown_past(_shown(5))  # the same: nothing to catch up with
+    assert not _shown(5).shown_past(_shown(10))  # behind: taking it would show lines again
+    assert _shown(10, done=True).shown_past(_shown(10))  # read to the end
+    assert _shown(3, created=None).shown_past(_shown(0, created=None))
+    assert _shown(3).shown_past(WatchState(job_id="j"))  # the other had not read the stream yet
+    # One stream further, another behind: not past.
+    other = {"a/stderr.txt": {"offset": 1, "created": "t0", "done": False}}
+    assert not _shown(10).shown_past(_shown(5, **other))
+    # A file started over (a retried task): offsets of two files cannot be compared.
+    assert not _shown(10, created="t1").shown_past(_shown(5, created="t0"))
+    # Another job's state never is.
+    assert not WatchState(job_id="k", cursors=_shown(10).cursors).shown_past(_shown(5))

@@ -1,0 +1,54 @@
+"""DAGs of the deployment with two triggerers: many deferred Batch jobs streaming numbered lines (one of
+them to be marked failed), a task that waits for the account's job quota to clear, and a warm-up."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from airflow.sdk import DAG
+
+from airflow_provider_azbatch.operators.job import AzureBatchJobOperator
+from airflow_provider_azbatch.pools import BatchPool
+
+STREAMING_JOBS = 40
+POOL = BatchPool.shared(
+    "two-triggerers-pool", requirements={"cpus": 1}, max_nodes=6, autoscale=False, task_slots_per_node=8
+)
+# A numbered line every `pause` seconds; the line's number is how the test tells a lost or repeated line.
+STREAM = 'for n in $(seq 1 {{ params.lines }}); do echo "line $n"; sleep {{ params.pause }}; done'
+
+with DAG(
+    "azbatch_many_deferred",
+    schedule=None,
+    start_date=datetime(2026, 1, 1),
+    catchup=False,
+    params={"lines": 100, "pause": 0.5},
+) as many:
+    AzureBatchJobOperator.partial(
+        task_id="stream", batch_pool=POOL, command=STREAM, deferrable=True, poll_interval=1
+    ).expand(environment=[{"PART": str(part)} for part in range(STREAMING_JOBS)])
+    AzureBatchJobOperator(task_id="doomed", batch_pool=POOL, command=STREAM, deferrable=True, poll_interval=1)
+
+with DAG("azbatch_quota_wait", schedule=None, start_date=datetime(2026, 1, 1), catchup=False) as quota:
+    AzureBatchJobOperator(
+        task_id="after_quota",
+        batch_pool=POOL,
+        command="echo the quota cleared",
+        deferrable=True,
+        poll_interval=1,
+    )
+
+
+class ReadsItsCheckpointAtOnce(AzureBatchJobOperator):
+    """Its trigger reads its checkpoint as soon as it starts, as one resumed on another triggerer does: for a
+    triggerer that has not served one yet, that is the first request to its execution API, which starts it
+    (seconds, during which the triggerer does not heartbeat). A deployment that has run for a while has
+    done that long ago; a fresh test deployment does it before the load."""
+
+    def defer(self, *, trigger, method_name, kwargs=None, timeout=None):  # type: ignore[no-untyped-def]
+        trigger.deferred_at = None
+        super().defer(trigger=trigger, method_name=method_name, kwargs=kwargs, timeout=timeout)
+
+
+with DAG("azbatch_warm_up", schedule=None, start_date=datetime(2026, 1, 1), catchup=False) as warm_up:
+    ReadsItsCheckpointAtOnce(task_id="warm_up", batch_pool=POOL, command="echo warm", deferrable=True, poll_interval=1)

@@ -1,0 +1,549 @@
+"""Two triggerers on PostgreSQL, and one of them lost: a real deployment (API server, scheduler, DAG processor,
+LocalExecutor, two triggerers) runs 41 deferred Batch jobs streaming numbered lines, while the test
+
+1. SIGKILLs the triggerer that holds a quota wait (and about half the jobs): its triggers resume on the other;
+2. starts a third triggerer, then freezes the second (SIGSTOP) for longer than the health-check threshold, so
+   that the third takes its triggers while it is still alive (a redistribution), and thaws it;
+3. marks one deferred task failed;
+4. stops the second, starts a fourth, and stops the third gracefully (SIGTERM): its triggers go to the fourth.
+
+What each step must (not) do is asserted from the task logs as the REST API serves them (every line shown,
+how many twice, and when) and from the local Batch service's request log (each job polled by one trigger at
+a time; terminate requests). The whole scenario runs once (the module's ``scenario`` fixture); each test
+checks one promise. The measured numbers are printed in the terminal summary (section "measured").
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import statistics
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from airflow_provider_azbatch.submission.job_ids import default_job_id
+from local_azure_batch.testing import run_local_batch_service
+from tests.airflow_helpers import azbatch_connection_json
+from tests.airflow_run.cluster import AirflowCluster, _free_port
+from tests.airflow_run.dags.azbatch_two_triggerers import STREAMING_JOBS
+from tests.airflow_run.postgres import postgres_bin_dir, run_postgres
+from tests.helpers import wait_until
+from tests.measured import report
+
+pytestmark = pytest.mark.airflow_run
+
+DAG_ID = "azbatch_many_deferred"
+QUOTA_DAG_ID = "azbatch_quota_wait"
+WARM_UP_DAG_ID = "azbatch_warm_up"
+DOOMED = "doomed"
+# Each job: LINES numbered lines, one every PAUSE seconds (long enough to outlast every step below).
+LINES = 600
+PAUSE = 0.4
+# The deployment's settings (production defaults in brackets): polls every POLL s [5], output positions
+# checkpointed at most every CHECKPOINT s [30]; Airflow's own defaults for the triggerers: a heartbeat every
+# HEARTBEAT s, taken for dead after HEALTH_CHECK s without one. Not less: a triggerer's first use of its
+# execution API (its first XCom or connection) keeps it from heartbeating for 5-8 s, 20 s on a busy 2-core
+# machine, and a threshold below that hands its triggers to another triggerer although it is alive.
+POLL = 1
+CHECKPOINT = 5
+HEARTBEAT = 5
+HEALTH_CHECK = 30
+QUOTA_RETRY = 20
+PER_LOOP = 10
+# The trigger writes no checkpoint in the first 10 s after the task deferred (triggers/job.py FRESH_SECONDS).
+FRESH = 10
+LINE = re.compile(r"^\[main\] line (\d+)$")
+JOB_TRIGGER = "airflow_provider_azbatch.triggers.job.AzureBatchJobTrigger"
+WAIT_TRIGGER = "airflow_provider_azbatch.triggers.wait.AzureBatchWaitTrigger"
+ROOT = Path(__file__).resolve().parent
+
+
+@pytest.fixture(scope="module")
+def postgres():
+    bin_dir = postgres_bin_dir()
+    if bin_dir is None:
+        pytest.skip(
+            "PostgreSQL is not installed (Airflow needs it for two triggerers): "
+            "apt-get install postgresql (.ci/run does)"
+        )
+    with run_postgres(bin_dir, _free_port()) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def batch():
+    with run_local_batch_service(extra_args=["--quiet"]) as service:
+        yield service
+
+
+@pytest.fixture(scope="module")
+def batch_client(batch):
+    from azure.batch import BatchClient
+    from azure.core.credentials import AzureNamedKeyCredential
+
+    client = BatchClient(batch.url, AzureNamedKeyCredential(batch.account_name, batch.account_key))
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory, batch, postgres):
+    dags = tmp_path_factory.mktemp("dags")
+    shutil.copy(ROOT / "dags" / "azbatch_two_triggerers.py", dags)
+    cluster = AirflowCluster(
+        tmp_path_factory.mktemp("airflow-two-triggerers"),
+        dags,
+        {
+            "AIRFLOW_CONN_AZBATCH_DEFAULT": azbatch_connection_json(batch),
+            "AIRFLOW__TRIGGERER__JOB_HEARTBEAT_SEC": str(HEARTBEAT),
+            "AIRFLOW__TRIGGERER__TRIGGERER_HEALTH_CHECK_THRESHOLD": str(HEALTH_CHECK),
+            # A triggerer takes at most this many triggers per look (Airflow's default 50 would let the first of
+            # two new triggerers take all 41): Airflow's advice for several triggerers, well below capacity.
+            "AIRFLOW__TRIGGERER__MAX_TRIGGER_TO_SELECT_PER_LOOP": str(PER_LOOP),
+            "AIRFLOW__AZBATCH__CHECKPOINT_INTERVAL": str(CHECKPOINT),
+            "AIRFLOW__AZBATCH__QUOTA_RETRY_SECONDS": str(QUOTA_RETRY),
+            # Deferred tasks hold no worker slot: 4 run (submit, resume) at once, as many as 2 cores bear.
+            "AIRFLOW__CORE__PARALLELISM": "4",
+            "AIRFLOW__CORE__MAX_ACTIVE_TASKS_PER_DAG": "64",
+        },
+        database_url=postgres.url,
+        # The API server reads the triggerers' logs from the log folder they share; frozen, one would not serve.
+        serve_trigger_logs=False,
+    )
+    try:
+        cluster.start(triggerers=1)
+        for dag_id in (DAG_ID, QUOTA_DAG_ID, WARM_UP_DAG_ID):
+            cluster.wait_for_dag(dag_id)
+        _warm_up(cluster, "triggerer")
+        cluster.start_triggerer("triggerer-2")
+        # Only the second one takes the next trigger while the first is frozen (for less than the threshold).
+        cluster.freeze_component("triggerer")
+        try:
+            _warm_up(cluster, "triggerer-2")
+        finally:
+            cluster.thaw_component("triggerer")
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def _warm_up(cluster: AirflowCluster, triggerer: str) -> None:
+    """Start the triggerer's execution API (see the warm-up DAG): a trigger of it reads its checkpoint there."""
+    run_id = cluster.trigger(WARM_UP_DAG_ID)
+    wait_until(
+        lambda: cluster.run_state(WARM_UP_DAG_ID, run_id) in ("success", "failed"),
+        timeout=120,
+        interval=0.5,
+        what=f"the warm-up on {triggerer}",
+    )
+    assert cluster.run_state(WARM_UP_DAG_ID, run_id) == "success"
+    task_dir = cluster.home / "logs" / f"dag_id={WARM_UP_DAG_ID}" / f"run_id={run_id}" / "task_id=warm_up"
+    assert [path.name for path in task_dir.glob("attempt=1.log.trigger.*")] == [
+        f"attempt=1.log.trigger.{cluster.triggerer_jobs[triggerer]}.log"
+    ]
+
+
+def _seconds(timestamp: str) -> float:
+    return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
+
+
+@dataclass
+class Shown:
+    """One task's streamed lines as its log shows them: line number -> the times it was shown."""
+
+    times: dict[int, list[float]]
+    entries: list[dict[str, Any]]
+
+    @classmethod
+    def of(cls, entries: list[dict[str, Any]]) -> Shown:
+        times: dict[int, list[float]] = {}
+        for entry in entries:
+            match = LINE.match(str(entry.get("event", "")))
+            if match and entry.get("timestamp"):
+                times.setdefault(int(match.group(1)), []).append(_seconds(entry["timestamp"]))
+        return cls({number: sorted(at) for number, at in times.items()}, entries)
+
+    def repeats_between(self, start: float, end: float) -> int:
+        """Lines shown once more (a second, third... time) between ``start`` and ``end``."""
+        return sum(1 for at in self.times.values() for again in at[1:] if start <= again < end)
+
+    def first_line_after(self, when: float) -> float | None:
+        """When the first line was shown by a trigger started after ``when`` (the one that took over)."""
+        starts = [
+            _seconds(e["timestamp"])
+            for e in self.entries
+            if str(e.get("event", "")).startswith("trigger ")
+            and str(e.get("event", "")).endswith(" starting")
+            and _seconds(e["timestamp"]) >= when
+        ]
+        if not starts:
+            return None
+        start = min(starts)
+        later = [at for times in self.times.values() for at in times if at >= start]
+        return min(later) if later else None
+
+
+@dataclass
+class Scenario:
+    run_id: str
+    quota_run_id: str
+    job_ids: dict[str, str]  # task key ("stream/3", "doomed") -> Batch job id
+    killed: str  # the triggerer component SIGKILLed
+    times: dict[str, float] = field(default_factory=dict)
+    # Which tasks each step moved: task key -> triggerer job id before the step.
+    held_at_kill: dict[str, int] = field(default_factory=dict)
+    held_at_freeze: dict[str, int] = field(default_factory=dict)
+    held_at_stop: dict[str, int] = field(default_factory=dict)
+    quota_wait_holder: int = 0
+    triggerer_jobs: dict[str, int] = field(default_factory=dict)
+    states: dict[str, str | None] = field(default_factory=dict)
+    quota_state: str | None = None
+    shown: dict[str, Shown] = field(default_factory=dict)
+    quota_log: list[dict[str, Any]] = field(default_factory=list)
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    duration: float = 0.0
+
+
+def _key(ti: dict[str, Any]) -> str:
+    return f"{ti['task_id']}/{ti['map_index']}" if ti["map_index"] >= 0 else ti["task_id"]
+
+
+def _latest_heartbeat(cluster: AirflowCluster, job_id: int) -> float:
+    jobs = cluster.api("GET", "/jobs?job_type=TriggererJob&job_state=running&limit=100")["jobs"]
+    return _seconds(next(job["latest_heartbeat"] for job in jobs if job["id"] == job_id))
+
+
+def _holders(cluster: AirflowCluster, run_id: str) -> dict[str, int | None]:
+    """Each deferred task -> the triggerer job running its trigger (None: none yet)."""
+    return {
+        _key(ti): (ti.get("triggerer_job") or {}).get("id")
+        for ti in cluster.task_instances(DAG_ID, run_id)
+        if ti["state"] == "deferred"
+    }
+
+
+def _task_dir(key: str) -> str:
+    return key.split("/")[0] + (f"/map_index={key.split('/')[1]}" if "/" in key else "")
+
+
+def _logged_since(cluster: AirflowCluster, run_id: str, key: str, job: int, since: float, *events: str) -> bool:
+    """Whether the triggerer ``job`` logged, for the task, a line after ``since`` (one of ``events``, or any
+    streamed line). Read from its own log file: what a step waits for (the assertions read the REST API)."""
+    path = cluster.trigger_log(DAG_ID, run_id, _task_dir(key), job)
+    if not path.exists():
+        return False
+    for line in path.read_text().splitlines():
+        entry = json.loads(line)
+        event = str(entry.get("event", ""))
+        if (any(event.startswith(e) for e in events) if events else LINE.match(event)) and _seconds(
+            entry["timestamp"]
+        ) > since:
+            return True
+    return False
+
+
+def _component(cluster: AirflowCluster, job_id: int) -> str:
+    return next(name for name, job in cluster.triggerer_jobs.items() if job == job_id)
+
+
+@pytest.fixture(scope="module")
+def scenario(cluster, batch, batch_client) -> Scenario:
+    began = time.time()
+    times: dict[str, float] = {}
+    try:
+        return _run_scenario(cluster, batch, batch_client, began, times)
+    finally:  # also when a step failed: how far it got
+        report("two triggerers: steps at " + ", ".join(f"{step} {at - began:.0f} s" for step, at in times.items()))
+
+
+def _run_scenario(cluster, batch, batch_client, began: float, times: dict[str, float]) -> Scenario:
+    from azure.batch import models as m
+
+    run_id = cluster.trigger(DAG_ID, {"lines": LINES, "pause": PAUSE})
+    keys = [f"stream/{i}" for i in range(STREAMING_JOBS)] + [DOOMED]
+    job_ids = {
+        key: default_job_id(DAG_ID, key.split("/")[0], run_id, int(key.split("/")[1]) if "/" in key else -1)
+        for key in keys
+    }
+
+    # Every job deferred, streaming, past the seconds in which no checkpoint is written, and checkpointed.
+    def settled() -> dict[str, Any] | None:
+        tis = {_key(ti): ti for ti in cluster.task_instances(DAG_ID, run_id)}
+        ended = {key: ti["state"] for key, ti in tis.items() if ti["state"] in ("failed", "success", "upstream_failed")}
+        assert not ended, f"tasks ended before the test could begin: {ended}"
+        if set(tis) != set(keys) or any(ti["state"] != "deferred" or not ti.get("trigger") for ti in tis.values()):
+            return None
+        newest = max(_seconds(ti["trigger"]["created_date"]) for ti in tis.values())
+        return tis if time.time() > newest + FRESH + CHECKPOINT + 2 else None
+
+    wait_until(settled, timeout=420, interval=2, what="every task deferred and streaming")
+    times["all deferred"] = time.time()
+    ramp = times["all deferred"] - began
+
+    # A quota wait, deferred (AzureBatchWaitTrigger) while the account holds as many jobs as it may.
+    active = sum(1 for job in batch_client.list_jobs() if job.state == m.BatchJobState.ACTIVE)
+    batch.set_quota(jobs=active)
+    quota_run_id = cluster.trigger(QUOTA_DAG_ID)
+
+    def quota_waiting() -> int | None:
+        ti = cluster.task_instance(QUOTA_DAG_ID, quota_run_id, "after_quota")
+        trigger = ti.get("trigger") or {}
+        job = ti.get("triggerer_job") or {}
+        return job.get("id") if ti["state"] == "deferred" and trigger.get("classpath") == WAIT_TRIGGER else None
+
+    quota_holder = wait_until(quota_waiting, timeout=120, interval=0.5, what="the quota wait deferred")
+    killed = _component(cluster, quota_holder)
+    survivor = next(name for name in cluster.triggerer_jobs if name != killed)
+    held = _holders(cluster, run_id)
+    assert all(held.values()), held
+    assert 0 < Counter(held.values())[quota_holder] < len(keys), f"one triggerer holds every trigger: {held}"
+    scenario = Scenario(run_id, quota_run_id, job_ids, killed, times, quota_wait_holder=quota_holder)
+    scenario.held_at_kill = {key: job for key, job in held.items() if job is not None}
+
+    # 1. A crash: the other triggerer takes over once the heartbeat is older than the threshold.
+    survivor_job = cluster.triggerer_jobs[survivor]
+    moved = [key for key, job in scenario.held_at_kill.items() if job == quota_holder]
+    scenario.times["last heartbeat"] = _latest_heartbeat(cluster, quota_holder)
+    scenario.times["kill"] = cluster.kill_component(killed)
+    batch.set_quota(jobs=None)  # the quota wait's next attempt gets through
+    wait_until(
+        lambda: all(_logged_since(cluster, run_id, key, survivor_job, times["kill"]) for key in moved),
+        timeout=HEALTH_CHECK * 3,
+        interval=1,
+        what=f"{killed}'s jobs showing output from {survivor}",
+    )
+    scenario.times["failed over"] = time.time()
+
+    # 2. A redistribution: two new triggerers start (as an orchestrator replaces the lost one), the survivor is
+    # frozen past the health-check threshold, the new ones take its triggers, and the survivor comes back
+    # (still running them, until its next look at the database).
+    third_job = cluster.start_triggerer("triggerer-3")
+    fourth_job = cluster.start_triggerer("triggerer-4")
+    scenario.held_at_freeze = {key: job for key, job in _holders(cluster, run_id).items() if job is not None}
+    scenario.times["freeze"] = cluster.freeze_component(survivor)
+
+    def taken_over() -> bool:
+        held = _holders(cluster, run_id)
+        return set(held.values()) <= {third_job, fourth_job} and all(
+            _logged_since(cluster, run_id, key, held[key], times["freeze"]) for key in held
+        )
+
+    wait_until(taken_over, timeout=HEALTH_CHECK * 4, interval=1, what=f"{survivor}'s jobs showing output elsewhere")
+    scenario.times["thaw"] = cluster.thaw_component(survivor)
+
+    # Back, it drops the triggers it lost (Airflow 3.3 calls their on_kill as for a user's kill); Airflow logs
+    # one of these (it repeats the cancellation every second, which can cut the first short).
+    lost = [key for key, job in scenario.held_at_freeze.items() if job == survivor_job]
+    dropped = ("Trigger cancelled by user action", "trigger completed")
+    wait_until(
+        lambda: all(_logged_since(cluster, run_id, key, survivor_job, times["thaw"], *dropped) for key in lost),
+        timeout=HEALTH_CHECK * 4,
+        interval=1,
+        what=f"{survivor} dropping its triggers",
+    )
+
+    # 3. A user marks a deferred task failed.
+    scenario.times["mark failed"] = time.time()
+    cluster.mark(DAG_ID, run_id, DOOMED, "failed")
+    wait_until(
+        lambda: batch_client.get_job(job_ids[DOOMED]).state == m.BatchJobState.COMPLETED,
+        timeout=60,
+        interval=0.5,
+        what="the marked task's Batch job terminated",
+    )
+
+    # 4. A graceful stop: the third triggerer's triggers go to the fourth. Not to the survivor, stopped first: a
+    # triggerer given back a trigger it ran before starts its log file of it anew (Airflow 3.3.2 opens it "wb"),
+    # and what it had shown of the task would be gone from the task's log (see the README).
+    cluster.stop_component(survivor)
+    scenario.held_at_stop = {key: job for key, job in _holders(cluster, run_id).items() if job == third_job}
+    scenario.times["stop"] = time.time()
+    cluster.stop_component("triggerer-3")
+    wait_until(
+        lambda: all(_logged_since(cluster, run_id, key, fourth_job, times["stop"]) for key in scenario.held_at_stop),
+        timeout=HEALTH_CHECK * 4,
+        interval=1,
+        what="triggerer-3's jobs showing output from triggerer-4",
+    )
+    scenario.times["stopped"] = time.time()
+
+    def finished() -> bool:
+        return cluster.run_state(DAG_ID, run_id) in ("success", "failed") and cluster.run_state(
+            QUOTA_DAG_ID, quota_run_id
+        ) in ("success", "failed")
+
+    wait_until(finished, timeout=LINES * PAUSE + 300, interval=2, what="both DAG runs finished")
+    scenario.duration = time.time() - began
+    scenario.triggerer_jobs = dict(cluster.triggerer_jobs)
+    for ti in cluster.task_instances(DAG_ID, run_id):
+        key = _key(ti)
+        scenario.states[key] = ti["state"]
+        map_index = int(key.split("/")[1]) if "/" in key else -1
+        scenario.shown[key] = Shown.of(cluster.task_log_entries(DAG_ID, run_id, key.split("/")[0], map_index=map_index))
+    scenario.quota_state = cluster.task_state(QUOTA_DAG_ID, quota_run_id, "after_quota")
+    scenario.quota_log = cluster.task_log_entries(QUOTA_DAG_ID, quota_run_id, "after_quota")
+    scenario.requests = batch.request_log(
+        jobs=list(job_ids.values()), operations=["Jobs_GetJobTaskCounts", "Jobs_TerminateJob"]
+    )
+    times["all done"] = time.time()
+    report(
+        f"two triggerers: {len(keys)} deferred jobs of {LINES} lines every {PAUSE} s; all deferred after "
+        f"{ramp:.0f} s; scenario {scenario.duration:.0f} s (poll {POLL} s, checkpoint_interval {CHECKPOINT} s, "
+        f"heartbeat {HEARTBEAT} s, health check threshold {HEALTH_CHECK} s, {PER_LOOP} triggers taken per look)"
+    )
+    return scenario
+
+
+STREAMED = [f"stream/{i}" for i in range(STREAMING_JOBS)]
+
+
+def test_every_task_reaches_the_state_it_deserves(scenario):
+    assert {key: scenario.states[key] for key in STREAMED} == dict.fromkeys(STREAMED, "success")
+    assert scenario.states[DOOMED] == "failed"
+    assert scenario.quota_state == "success"
+
+
+def test_no_line_is_lost_in_any_task_log(scenario):
+    lost = {key: sorted(set(range(1, LINES + 1)) - set(scenario.shown[key].times)) for key in STREAMED}
+    assert {key: missing for key, missing in lost.items() if missing} == {}
+
+
+def _repeats(scenario: Scenario, start: str, end: str, keys: list[str]) -> dict[str, int]:
+    times = scenario.times
+    return {key: scenario.shown[key].repeats_between(times[start], times.get(end, float("inf"))) for key in keys}
+
+
+def test_a_crash_repeats_at_most_a_checkpoint_intervals_worth_of_lines(scenario):
+    moved = [key for key in STREAMED if scenario.held_at_kill.get(key) == scenario.quota_wait_holder]
+    others = [key for key in STREAMED if key not in moved]
+    repeats = _repeats(scenario, "kill", "freeze", moved)
+    # Lines shown after the last checkpoint: one interval's worth, and what the poll after it showed.
+    bound = int((CHECKPOINT + POLL) / PAUSE) + 1
+    report(
+        f"SIGKILL of a triggerer: {len(moved)} jobs moved; lines shown twice per job: max {max(repeats.values())}, "
+        f"median {statistics.median(repeats.values()):g}, total {sum(repeats.values())} (bound {bound})"
+    )
+    assert max(repeats.values()) <= bound, repeats
+    # The other triggerer's jobs, and every job before the crash, showed each line once.
+    assert sum(_repeats(scenario, "kill", "freeze", others).values()) == 0
+    assert all(scenario.shown[key].repeats_between(0, scenario.times["kill"]) == 0 for key in STREAMED)
+
+
+def test_a_crashed_triggerers_triggers_resume_after_the_health_check_threshold(scenario):
+    moved = [key for key in STREAMED if scenario.held_at_kill.get(key) == scenario.quota_wait_holder]
+    delays = []
+    for key in moved:
+        first = scenario.shown[key].first_line_after(scenario.times["kill"])
+        assert first is not None, f"{key}: no line shown after the crash"
+        delays.append(first - scenario.times["kill"])
+    # The threshold counts from the lost triggerer's last heartbeat (on a busy machine, more than a heartbeat
+    # interval before the crash).
+    silent = scenario.times["kill"] - scenario.times["last heartbeat"]
+    lapsed = HEALTH_CHECK - silent
+    report(
+        f"SIGKILL of a triggerer: first resumed line {min(delays):.1f} s (min) / {statistics.median(delays):.1f} s "
+        f"(median) / {max(delays):.1f} s (max) after the kill; its last heartbeat {silent:.1f} s before the kill, "
+        f"health check threshold {HEALTH_CHECK} s"
+    )
+    # Not before the threshold has passed; then as fast as the survivor starts the triggers (each reads its
+    # checkpoint through the survivor's execution API, one after the other).
+    assert min(delays) >= lapsed - 1
+    assert max(delays) <= lapsed + 30
+
+
+def test_a_redistribution_repeats_at_most_two_checkpoint_intervals_worth_of_lines(scenario):
+    repeats = _repeats(scenario, "freeze", "stop", STREAMED)
+    # The new trigger shows again what the frozen one showed after its last checkpoint; the frozen one, back,
+    # catches up with the new one's last checkpoint and shows again what that one showed after it: two
+    # checkpoint intervals' worth. Unless the new one had not checkpointed yet when the frozen one read: then
+    # the frozen one shows what it missed while frozen, until Airflow cancels it (the stall's worth).
+    usual = 2 * (int((CHECKPOINT + POLL) / PAUSE) + 1)
+    bound = usual + int((scenario.times["thaw"] - scenario.times["freeze"]) / PAUSE)
+    delays = [
+        first - scenario.times["freeze"]
+        for key in STREAMED
+        if (first := scenario.shown[key].first_line_after(scenario.times["freeze"])) is not None
+    ]
+    report(
+        f"redistribution (SIGSTOP past the threshold, then SIGCONT): lines shown twice per job: max "
+        f"{max(repeats.values())}, median {statistics.median(repeats.values()):g}, total {sum(repeats.values())} "
+        f"(two checkpoint intervals' worth: {usual}; with the stall's: {bound}); first line from the new "
+        f"triggerer {statistics.median(delays):.1f} s (median) / {max(delays):.1f} s (max) after the freeze"
+    )
+    assert max(repeats.values()) <= bound, repeats
+
+
+def test_a_graceful_stop_repeats_no_line(scenario):
+    moved = [key for key in STREAMED if scenario.states[key] == "success" and key in scenario.held_at_stop]
+    repeats = _repeats(scenario, "stop", "end", moved)
+    delays = [
+        first - scenario.times["stop"]
+        for key in moved
+        if (first := scenario.shown[key].first_line_after(scenario.times["stop"])) is not None
+    ]
+    report(
+        f"SIGTERM of a triggerer: {len(moved)} jobs moved; lines shown twice: {sum(repeats.values())}; first line "
+        f"from the other {statistics.median(delays):.1f} s (median) / {max(delays):.1f} s (max) after the SIGTERM"
+    )
+    assert moved
+    assert repeats == dict.fromkeys(moved, 0)
+
+
+def _most_in_a_window(times: list[float], window: float) -> tuple[int, float]:
+    """The most of ``times`` (sorted) within ``window`` seconds, and when that window ends."""
+    start, most, at_most = 0, 0, 0.0
+    for end, at in enumerate(times):
+        while times[start] < at - window:
+            start += 1
+        if end - start + 1 > most:
+            most, at_most = end - start + 1, at
+    return most, at_most
+
+
+def test_each_job_is_polled_by_one_trigger_at_a_time(scenario):
+    # One trigger polls a job at most once a poll interval: at most 11 task-count requests in any 10 s. Not
+    # counted: the first and last 10 s of a job's requests (the task's own, submitting and resuming), and the
+    # 20 s after the thaw, when the triggerer back from its stall polls once more before it learns that its
+    # triggers were handed over (Airflow cancels them at its next look at the database).
+    window = 10 * POLL
+    thaw = scenario.times["thaw"]
+    worst: dict[str, int] = {}
+    around_thaw: dict[str, int] = {}
+    for key, job_id in scenario.job_ids.items():
+        times = sorted(
+            r["at"] for r in scenario.requests if r["job"] == job_id and r["operation"] == "Jobs_GetJobTaskCounts"
+        )
+        deferred = [at for at in times if times[0] + window <= at <= times[-1] - window]
+        worst[key] = _most_in_a_window([at for at in deferred if not thaw <= at <= thaw + 2 * window], window)[0]
+        around_thaw[key] = _most_in_a_window([at for at in deferred if thaw <= at <= thaw + 2 * window], window)[0]
+    report(
+        f"task-count requests per job in any {window} s while deferred: max {max(worst.values())} (one trigger "
+        f"polling every {POLL} s: at most {window // POLL + 1}); in the 20 s after the thaw: max "
+        f"{max(around_thaw.values())}"
+    )
+    assert max(worst.values()) <= window // POLL + 1, worst
+    # Not two triggers polling through a whole window: a poll or a few from the one back from its stall.
+    assert max(around_thaw.values()) <= window // POLL + 5, around_thaw
+
+
+def test_only_the_marked_task_terminates_its_job_once(scenario):
+    terminated = Counter(r["job"] for r in scenario.requests if r["operation"] == "Jobs_TerminateJob")
+    assert terminated == Counter({scenario.job_ids[DOOMED]: 1})
+
+
+def test_a_quota_wait_survives_the_crash(scenario):
+    # The wait was deferred on the triggerer that was killed (it was chosen for that), and the task went on
+    # after the crash: the wait resumed on the other triggerer and ended.
+    assert scenario.quota_wait_holder == scenario.triggerer_jobs[scenario.killed]
+    events = [(str(e.get("event", "")), _seconds(e["timestamp"])) for e in scenario.quota_log if e.get("timestamp")]
+    assert any("is at its quota of active jobs" in event for event, _ in events), events
+    cleared = [at for event, at in events if event == "[main] the quota cleared"]
+    assert cleared, events
+    assert cleared[0] > scenario.times["kill"]

@@ -1,0 +1,177 @@
+"""A trigger handed to another triggerer (its own triggerer's heartbeat lapsed): Airflow 3.3 calls its on_kill
+as for a user's kill, and a trigger back from a stall meets a checkpoint the other one wrote. Against the local
+Batch service; the triggerer's answers (the task instance's state, the stored checkpoint) are given by the test."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+
+import pytest
+from azure.batch import models as m
+
+from airflow_provider_azbatch.hooks.batch import AzureBatchHook
+from airflow_provider_azbatch.submission.job import JobSubmission
+from airflow_provider_azbatch.submission.reattach import submit
+from airflow_provider_azbatch.submission.tasks import TaskSpec
+from airflow_provider_azbatch.triggers import job as job_trigger
+from airflow_provider_azbatch.triggers.job import AzureBatchJobTrigger
+from airflow_provider_azbatch.watching.state import WatchState
+from tests.airflow_helpers import captured_logs, messages
+from tests.helpers import sh, wait_until
+
+
+def _running_job(pool: str, command: str = "sleep 60") -> str:
+    hook = AzureBatchHook()
+    job_id = f"handover-{uuid.uuid4().hex[:8]}"
+    submit(hook, JobSubmission(job_id=job_id, pool_id=pool, tasks=[TaskSpec(id="t", command_line=command)]))
+    wait_until(lambda: hook.get_task_counts(job_id).running == 1, what="the task running")
+    return job_id
+
+
+class TaskInState(AzureBatchJobTrigger):
+    """The trigger as a triggerer runs it, the task instance being in ``task_state``."""
+
+    task_state = "deferred"
+
+    async def _task_state(self) -> str | None:
+        return self.task_state
+
+
+def test_on_kill_leaves_the_job_of_a_task_still_deferred(azbatch_default, shared_pool, batch_client):
+    job_id = _running_job(shared_pool)
+    trigger = TaskInState("azbatch_default", WatchState(job_id=job_id).to_json(), terminate_on_kill=True)
+    with captured_logs() as logs:
+        asyncio.run(trigger.on_kill())
+    assert batch_client.get_job(job_id).state == m.BatchJobState.ACTIVE
+    assert (
+        f"Batch job {job_id} goes on: the task is still deferred, its trigger runs on another triggerer now"
+        in messages(logs)
+    )
+
+    # Marked failed (or success, or cleared): the job is terminated.
+    TaskInState.task_state = "failed"
+    asyncio.run(trigger.on_kill())
+    job = wait_until(lambda: (j := batch_client.get_job(job_id)).state == m.BatchJobState.COMPLETED and j)
+    assert job.execution_info.termination_reason == "AirflowTaskKilled"
+
+
+def test_on_kill_of_a_job_ended_already_sends_no_terminate(
+    azbatch_default, local_batch_service, shared_pool, batch_client
+):
+    # Two triggerers ran the trigger a moment (it was moved): both are told of the kill; one terminates.
+    job_id = _running_job(shared_pool)
+    TaskInState.task_state = "failed"
+    first, second = (
+        TaskInState("azbatch_default", WatchState(job_id=job_id).to_json(), terminate_on_kill=True) for _ in range(2)
+    )
+    asyncio.run(first.on_kill())
+    with captured_logs() as logs:
+        asyncio.run(second.on_kill())
+    terminates = local_batch_service.request_log(jobs=[job_id], operations=["Jobs_TerminateJob"])
+    assert [request["status"] for request in terminates] == [202]
+    assert f"Batch job {job_id} has ended already (the Airflow task was killed)" in messages(logs)
+
+
+class StateUnreadable(AzureBatchJobTrigger):
+    async def _task_state(self) -> str | None:
+        raise ConnectionResetError("Supervisor closed")
+
+
+def test_on_kill_leaves_the_job_when_the_task_state_cannot_be_read(azbatch_default, shared_pool, batch_client):
+    job_id = _running_job(shared_pool)
+    trigger = StateUnreadable("azbatch_default", WatchState(job_id=job_id).to_json(), terminate_on_kill=True)
+    with captured_logs() as logs:
+        asyncio.run(trigger.on_kill())
+    assert batch_client.get_job(job_id).state == m.BatchJobState.ACTIVE
+    assert any(
+        line.startswith(f"Batch job {job_id} was not terminated: the task instance's state could not be read")
+        for line in messages(logs)
+    )
+    AzureBatchHook().terminate_job(job_id)
+
+
+def test_on_kill_finishes_though_the_triggerer_cancels_it_again(azbatch_default, shared_pool, batch_client):
+    # The triggerer cancels a trigger it drops about every second until it is over, on_kill included.
+    job_id = _running_job(shared_pool)
+    TaskInState.task_state = "failed"
+    trigger = TaskInState("azbatch_default", WatchState(job_id=job_id).to_json(), terminate_on_kill=True)
+
+    async def killed_twice() -> str:
+        kill = asyncio.ensure_future(trigger.on_kill())
+        await asyncio.sleep(0)
+        kill.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await kill
+        deadline = time.monotonic() + 30
+        while (job := await asyncio.to_thread(batch_client.get_job, job_id)).state != m.BatchJobState.COMPLETED:
+            assert time.monotonic() < deadline, "the job was not terminated"
+            await asyncio.sleep(0.2)
+        return job.execution_info.termination_reason
+
+    assert asyncio.run(killed_twice()) == "AirflowTaskKilled"
+
+
+LINE_BYTES = len("line 000\n")
+
+
+class StallsOnce(AzureBatchJobTrigger):
+    """Its event loop stalls once; meanwhile another trigger shows ``skipped`` more lines and checkpoints them."""
+
+    skipped = 5
+    stalled = False
+    caught_up_after: int | None = None  # the last line this trigger had shown when it read the checkpoint
+
+    async def _read_checkpoint(self):
+        if not self.stalled:  # at the start: no checkpoint yet
+            return None
+        assert self._state is not None
+        theirs = self._state.to_json()
+        cursor = theirs["cursors"]["t/stdout.txt"]
+        self.caught_up_after = cursor["offset"] // LINE_BYTES
+        cursor["offset"] += self.skipped * LINE_BYTES
+        return theirs
+
+    async def _watch(self, watcher, hook, checkpoints, stall):
+        async def stall_once() -> None:
+            while not watcher.state.cursors.get("t/stdout.txt", {}).get("offset"):
+                await asyncio.sleep(0.05)
+            self.stalled = True
+            time.sleep(1.5)  # the whole process stops (frozen, or starved)
+
+        staller = asyncio.ensure_future(stall_once())
+        try:
+            return await super()._watch(watcher, hook, checkpoints, stall)
+        finally:
+            staller.cancel()
+
+
+def test_a_trigger_back_from_a_stall_continues_from_a_further_checkpoint(azbatch_default, shared_pool, monkeypatch):
+    # A stall of half the health-check threshold (0.5 s here) may have let another triggerer take over.
+    monkeypatch.setenv("AIRFLOW__TRIGGERER__TRIGGERER_HEALTH_CHECK_THRESHOLD", "1")
+    monkeypatch.setattr(job_trigger, "STALL_SETTLE_SECONDS", 0.3)
+    job_id = _running_job(shared_pool, sh("for n in $(seq 1 40); do printf 'line %03d\\n' $n; sleep 0.15; done"))
+    state = WatchState(job_id=job_id, expected_tasks=1, streamed=["t"])
+    trigger = StallsOnce("azbatch_default", state.to_json(), poll_interval=0.2)
+
+    async def watch():
+        return await asyncio.wait_for(anext(trigger.run()), 60)
+
+    with captured_logs() as logs:
+        event = asyncio.run(watch())
+    assert event.payload["status"] == "done"
+    shown = [int(line.split()[-1]) for line in messages(logs) if line.startswith("[t] line ")]
+    after = trigger.caught_up_after
+    assert after is not None
+    assert after < 40 - StallsOnce.skipped
+    # What the other trigger showed is not shown again; nothing else is left out, nothing is shown twice. (The
+    # last poll's lines are the task's to show: the event's state is from before them.)
+    claimed = event.payload["watch_state"]["cursors"]["t/stdout.txt"]["offset"] // LINE_BYTES
+    assert claimed > after + StallsOnce.skipped
+    assert shown == [n for n in range(1, claimed + 1) if not after < n <= after + StallsOnce.skipped]
+    assert any(
+        line.startswith("This triggerer stalled for ")
+        and line.endswith(f"another one showed Batch job {job_id} output meanwhile: continuing from its checkpoint")
+        for line in messages(logs)
+    )
