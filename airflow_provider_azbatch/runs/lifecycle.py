@@ -33,6 +33,7 @@ from airflow_provider_azbatch.watching.core import JobWatcher
 from airflow_provider_azbatch.watching.drivers import run_sync
 from airflow_provider_azbatch.watching.factory import configured_watcher
 from airflow_provider_azbatch.watching.outages import OutagePolicy, WaitFailed
+from airflow_provider_azbatch.watching.output_log import log_emitter, show_event_lines
 from airflow_provider_azbatch.watching.state import WatchState
 
 # How long the wait loop lets on_kill's terminate request finish before it sends its own.
@@ -201,6 +202,7 @@ class JobRun:
         """Back from the trigger: show what it did not show yet; raise when the wait ended without the job."""
         if not event or "watch_state" not in event:
             raise AirflowException(f"The Batch trigger sent no usable event ({event!r})")
+        show_event_lines(event, log_emitter(self.log))
         watcher = self.watcher(WatchState.from_json(event["watch_state"]))
         job_id = watcher.state.job_id
         self.job_id = job_id

@@ -23,6 +23,7 @@ from airflow_provider_azbatch.submission import validation as check
 from airflow_provider_azbatch.watching.core import JobWatcher
 from airflow_provider_azbatch.watching.drivers import run_sync
 from airflow_provider_azbatch.watching.outages import DEFAULT_MAX_OUTAGE_SECONDS
+from airflow_provider_azbatch.watching.output_log import log_emitter, show_event_lines
 from airflow_provider_azbatch.watching.state import WatchState
 
 if TYPE_CHECKING:
@@ -140,6 +141,7 @@ class AzureBatchJobSensor(BaseSensorOperator):
         if not event or event.get("status") != "done":
             message = (event or {}).get("message") or f"Waiting for Batch job {self.job_id} ended with {event!r}"
             raise AirflowException(message)
+        show_event_lines(event, log_emitter(self.log))
         self._report(self.run.watcher(WatchState.from_json(event["watch_state"])))
 
     def _report(self, watcher: JobWatcher) -> None:

@@ -73,6 +73,9 @@ FINAL_CHECKPOINT_SECONDS = 5.0
 STALL_FRACTION = 0.5
 # How long a trigger back from such a stall waits before it reads the checkpoint and polls again.
 STALL_SETTLE_SECONDS = 5.0
+# The lines of the poll that finds the job over travel in its event up to this size (characters); past it the
+# task reads them again from Batch (see PollLines).
+EVENT_LINES_CHARS = 64 * 1024
 
 
 _look_budgets: dict[int, TokenBucket] = {}
@@ -111,10 +114,11 @@ def _health_check_threshold() -> float:
 class PollLines:
     """The output lines of the poll in progress, shown once it is known not to be the last.
 
-    Those of the last poll (the one that finds the job over) are left to the task, which shows them when it
-    resumes from the event's state (read before that poll): a triggerer that has not written a trigger's last
-    lines to the task's log when it learns that the trigger is over writes them to its own log instead
-    (Airflow 3.3.2 closes the task's trigger log then), where the task's log does not show them.
+    Those of the last poll (the one that finds the job over) are the task's to show: a triggerer that has not
+    written a trigger's last lines to the task's log when it learns that the trigger is over writes them to
+    its own log instead (Airflow 3.3.2 closes the task's trigger log then), where the task's log does not show
+    them. They travel in the event, which the task prints when it resumes; not read again from Batch, where
+    they may be gone by then (an auto pool is deleted when its job ends, its nodes' files with it).
     """
 
     def __init__(self, emit: Emit) -> None:
@@ -131,6 +135,10 @@ class PollLines:
 
     def drop(self) -> None:
         self._held.clear()
+
+    def take(self) -> list[tuple[str | None, str]]:
+        held, self._held = self._held, []
+        return held
 
 
 class Checkpoints:
@@ -361,8 +369,7 @@ class AzureBatchJobTrigger(BaseTrigger):
                 continue
             policy.succeeded()
             if done:
-                lines.drop()  # the task shows them (see PollLines)
-                return self._event("done", self._shown)
+                return self._done(state, lines.take())
             lines.show()
             self._shown = state.to_json()
             checkpoints.offer(self._shown)
@@ -390,8 +397,20 @@ class AzureBatchJobTrigger(BaseTrigger):
         )
         return theirs
 
-    def _event(self, status: str, state: dict[str, Any]) -> TriggerEvent:
-        return TriggerEvent({"status": status, "job_id": self.job_id, "watch_state": state})
+    def _done(self, state: WatchState, last_lines: list[tuple[str | None, str]]) -> TriggerEvent:
+        """The job is over: the event carries the last poll's lines (see PollLines), or, when they are too many
+        for an event, the state from before that poll, so that the task reads them again."""
+        if sum(len(line) for _, line in last_lines) <= EVENT_LINES_CHARS:
+            return self._event("done", state.to_json(), lines=last_lines)
+        return self._event("done", self._shown or state.to_json())
+
+    def _event(
+        self, status: str, state: dict[str, Any], lines: list[tuple[str | None, str]] | None = None
+    ) -> TriggerEvent:
+        payload: dict[str, Any] = {"status": status, "job_id": self.job_id, "watch_state": state}
+        if lines:
+            payload["lines"] = [[task_id, line] for task_id, line in lines]
+        return TriggerEvent(payload)
 
     def _error(self, state: WatchState, message: str, *, permanent: bool, pool_problem: bool = False) -> TriggerEvent:
         payload: dict[str, Any] = {

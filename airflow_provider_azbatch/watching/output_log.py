@@ -7,6 +7,7 @@ output on its own. Lines about the job as a whole go to the operator's (or trigg
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -31,3 +32,10 @@ def log_emitter(job_log: Any) -> Emit:
             task_logger(task_id).info("%s", line)
 
     return emit
+
+
+def show_event_lines(event: Mapping[str, Any], emit: Emit) -> None:
+    """Print the output lines a trigger's event carries: those of its last poll, which the trigger leaves to
+    the task (``triggers/job.py``, ``PollLines``)."""
+    for task_id, line in event.get("lines") or ():
+        emit(task_id, line)

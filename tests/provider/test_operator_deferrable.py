@@ -9,6 +9,7 @@ from airflow.sdk import DAG
 from azure.batch import models as m
 
 from airflow_provider_azbatch.operators.job import AzureBatchJobOperator
+from airflow_provider_azbatch.pools import BatchPool
 from tests.airflow_helpers import run_dag
 from tests.provider.test_operator_sync import EMIT, expected_lines
 
@@ -100,3 +101,19 @@ def test_deferred_success_returns_results_and_cleans_up(airflow_db, azbatch_defa
     assert f"Deleting Batch job {job_id} (on_finish_action=delete_succeeded_job)" in logs
     assert {"[a] A", "[b] B"} <= set(logs)
     assert ti.state == "success"
+
+
+def test_an_auto_pools_last_lines_are_shown_though_its_nodes_are_gone(airflow_db, azbatch_default):
+    # The job's end deletes its auto pool, and with it the files of its nodes: the lines of the trigger's last
+    # poll come to the task in the event, not read again.
+    with DAG("deferred_auto_pool_tail", schedule=None, start_date=START) as dag:
+        AzureBatchJobOperator(
+            task_id="emit",
+            batch_pool=BatchPool.auto(requirements={"cpus": 1}),
+            command="sleep 2; for n in 1 2 3 4 5; do echo tail $n; done",
+            poll_interval=0.3,
+            deferrable=True,
+        )
+    run, logs = run_dag(dag)
+    assert run.state == "success"
+    assert [line for line in logs if line.startswith("[main] tail ")] == [f"[main] tail {n}" for n in range(1, 6)]

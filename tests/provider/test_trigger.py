@@ -14,6 +14,7 @@ from airflow_provider_azbatch.hooks.batch_async import AzureBatchAsyncHook
 from airflow_provider_azbatch.submission.job import JobSubmission
 from airflow_provider_azbatch.submission.reattach import submit
 from airflow_provider_azbatch.submission.tasks import TaskSpec
+from airflow_provider_azbatch.triggers import job as job_trigger
 from airflow_provider_azbatch.triggers.job import AzureBatchJobTrigger
 from airflow_provider_azbatch.watching.core import JobWatcher
 from airflow_provider_azbatch.watching.drivers import run_async, run_sync
@@ -173,7 +174,7 @@ def test_on_kill_terminates_only_when_told(azbatch_default, shared_pool, batch_c
     hook.terminate_job(theirs)
 
 
-def test_the_last_polls_lines_are_left_to_the_task(azbatch_default, shared_pool):
+def test_the_last_polls_lines_travel_in_the_event(azbatch_default, shared_pool):
     # A triggerer that learns a trigger is over before it wrote the trigger's last lines to the task's log
     # writes them to its own (Airflow 3.3.2): the lines of the poll that finds the job over are the task's.
     hook = AzureBatchHook()
@@ -184,8 +185,26 @@ def test_the_last_polls_lines_are_left_to_the_task(azbatch_default, shared_pool)
         event = _first_event(AzureBatchJobTrigger("azbatch_default", start.to_json(), poll_interval=0.2))
     assert event.payload["status"] == "done"
     assert not [line for line in messages(logs) if line.startswith("[t] ")]
+    assert [line for task, line in event.payload["lines"] if task == "t"] == ["[t] first", "[t] last"]
+    # The event's state has them shown: resumed, the task reads nothing again.
+    shown: list[str] = []
+    watcher = JobWatcher(WatchState.from_json(event.payload["watch_state"]), lambda task, line: shown.append(line))
+    run_sync(watcher.step(0.0), hook)
+    assert not watcher.unfinished_output()
+    assert [line for line in shown if line.startswith("[t] ")] == []
+
+
+def test_last_lines_too_many_for_an_event_are_left_to_the_task_to_read_again(azbatch_default, shared_pool, monkeypatch):
+    monkeypatch.setattr(job_trigger, "EVENT_LINES_CHARS", 10)
+    hook = AzureBatchHook()
+    job_id = _job(hook, shared_pool, [TaskSpec(id="t", command_line=sh("printf 'first\\nlast\\n'"))])
+    wait_until(lambda: hook.get_task_counts(job_id).completed == 1, what="the job over")
+    start = WatchState(job_id=job_id, expected_tasks=1, streamed=["t"])
+    event = _first_event(AzureBatchJobTrigger("azbatch_default", start.to_json(), poll_interval=0.2))
+    assert event.payload["status"] == "done"
+    assert "lines" not in event.payload
     assert event.payload["watch_state"] == start.to_json()
-    # Resumed, the task shows them (as the operator's flush does), each once.
+    # Resumed, the task reads them (as the operator's flush does), each once.
     shown: list[str] = []
     watcher = JobWatcher(
         WatchState.from_json(event.payload["watch_state"]), lambda task, line: task and shown.append(line)
