@@ -266,6 +266,15 @@ CONFIG_OPTIONS: dict[str, Any] = {
         "example": "60",
         "default": "30",
     },
+    "min_deferral_seconds": {
+        "description": "Least seconds between a task's deferral and its trigger's event (a job that ends sooner "
+        "waits in the triggerer until then): Airflow's scheduler can fail a task resumed before it processed the "
+        "exit of the worker that deferred it (apache/airflow#67287, #72716). 0 turns the wait off.",
+        "version_added": "0.3.0",
+        "type": "float",
+        "example": "5",
+        "default": "10",
+    },
     "idle_stream_interval": {
         "description": "Longest time between two looks at the output files of a running task whose output "
         "stays quiet (active ones are looked at every poll): the most new output can wait before it is seen.",

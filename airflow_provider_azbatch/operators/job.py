@@ -433,7 +433,10 @@ class AzureBatchJobOperator(BaseOperator):
         delay, since = self.run.quota_delay(exc, quota_since)
         if self.deferrable:
             self.defer(
-                trigger=AzureBatchWaitTrigger(time.time() + delay, reason=exc.code),
+                # Not sooner than min_deferral_seconds: see AzureBatchJobTrigger._hold_for_the_scheduler.
+                trigger=AzureBatchWaitTrigger(
+                    time.time() + max(delay, config.get_float("min_deferral_seconds")), reason=exc.code
+                ),
                 method_name="execute_after_quota_wait",
                 kwargs={"quota_since": since},
             )

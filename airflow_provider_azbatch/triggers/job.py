@@ -313,6 +313,7 @@ class AzureBatchJobTrigger(BaseTrigger):
                     # A poll cut short shows nothing: the task shows it (from the state its lines were not in).
                     self._drop_poll_lines()
                     event = self._event("timeout", self._shown or watcher.state.to_json())
+            await self._hold_for_the_scheduler()
         except asyncio.CancelledError:
             # Triggerer shutdown or redistribution (or the task was killed): keep what was shown. The lines of a
             # poll cut short are not: the last offered state, which the final checkpoint writes, has not them.
@@ -321,6 +322,23 @@ class AzureBatchJobTrigger(BaseTrigger):
             raise
         await checkpoints.close(final=False)
         yield event
+
+    async def _hold_for_the_scheduler(self) -> None:
+        """Fire no event within ``[azbatch] min_deferral_seconds`` of the deferral (nor past the deadline).
+
+        Airflow's scheduler learns that the deferring worker exited ("success") from the executor, seconds
+        later on a busy scheduler; when the trigger's event has moved the task instance to queued or running
+        by then, Airflow 3.0-3.3.2 take that stale success for a task changed externally and fail the task
+        (apache/airflow#67287, #72716; only the scheduled variant is fixed, in 3.2.2): a job that ends within
+        seconds of the deferral would fail its Airflow task.
+        """
+        if self.deferred_at is None:
+            return
+        until = self.deferred_at + config.get_float("min_deferral_seconds")
+        if self.deadline is not None:
+            until = min(until, self.deadline)
+        if until > time.time():
+            await asyncio.sleep(until - time.time())
 
     async def _watch(
         self, watcher: JobWatcher, hook: AzureBatchAsyncHook, checkpoints: Checkpoints, stall: float

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 import uuid
 
 from azure.batch import models as m
@@ -212,3 +213,26 @@ def test_last_lines_too_many_for_an_event_are_left_to_the_task_to_read_again(azb
     while not (run_sync(watcher.step(0.0), hook) and not watcher.unfinished_output()):
         pass
     assert shown == ["[t] first", "[t] last"]
+
+
+def test_no_event_fires_within_min_deferral_seconds_of_the_deferral(azbatch_default, shared_pool, monkeypatch):
+    # Airflow's scheduler fails a task resumed before it saw the deferring worker's exit: a job that is over
+    # already waits in the triggerer until min_deferral_seconds after the deferral.
+    monkeypatch.setenv("AIRFLOW__AZBATCH__MIN_DEFERRAL_SECONDS", "3")
+    hook = AzureBatchHook()
+    job_id = _job(hook, shared_pool, [TaskSpec(id="t", command_line=sh("echo quick"))])
+    wait_until(lambda: hook.get_task_counts(job_id).completed == 1, what="the job over")
+    start = WatchState(job_id=job_id, expected_tasks=1, streamed=["t"]).to_json()
+    deferred_at = time.time()
+    event = _first_event(AzureBatchJobTrigger("azbatch_default", start, poll_interval=0.2, deferred_at=deferred_at))
+    assert event.payload["status"] == "done"
+    assert time.time() >= deferred_at + 3
+    # Never past the deadline, though: a timeout is due then.
+    deferred_at = time.time()
+    deadline = deferred_at + 1
+    trigger = AzureBatchJobTrigger(
+        "azbatch_default", start, poll_interval=0.2, deferred_at=deferred_at, deadline=deadline
+    )
+    event = _first_event(trigger)
+    assert event.payload["status"] == "done"
+    assert deadline <= time.time() < deferred_at + 3

@@ -103,6 +103,7 @@ def test_every_config_option_is_documented(info):
         "quota_wait_seconds",
         "quota_retry_seconds",
         "checkpoint_interval",
+        "min_deferral_seconds",
         "idle_stream_interval",
         "partial_line_seconds",
         "stream_looks_per_second",
