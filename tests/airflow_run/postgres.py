@@ -31,6 +31,11 @@ SERVER_SETTINGS = {
     "full_page_writes": "off",
     # Every Airflow process keeps a pool of connections (5, up to 15 each).
     "max_connections": "300",
+    # A triggerer frozen in the middle of a transaction (the test's SIGSTOP; a stalled host) keeps its row locks:
+    # the triggerer that took its triggers over blocks on the same task's checkpoint XCom, and with that request
+    # its whole supervisor (Airflow serves a triggerer's execution API in it), so every trigger it runs stalls.
+    # The server ends such a transaction instead (README, Running several triggerers).
+    "idle_in_transaction_session_timeout": "10s",
 }
 
 
