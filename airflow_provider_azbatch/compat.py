@@ -114,6 +114,17 @@ def named_logger(name: str) -> Any:
     return structlog.get_logger(name, logger_name=name)
 
 
+def redact(text: str) -> str:
+    """``text`` with the secrets this process's masker knows replaced, as Airflow masks log lines (for text
+    that leaves the log: a trigger event's output lines, stored in the metadata database)."""
+    try:  # 3.1+ (the execution_time module is deprecated there)
+        from airflow.sdk.log import redact as airflow_redact
+    except ImportError:  # 3.0
+        from airflow.sdk.execution_time.secrets_masker import redact as airflow_redact
+
+    return str(airflow_redact(text))
+
+
 # -- metrics -------------------------------------------------------------------------------------------
 
 

@@ -50,7 +50,7 @@ else:  # aiohttp's own dependency before Python 3.11
     from async_timeout import timeout_at  # type: ignore[import-not-found, unused-ignore]
 
 from airflow_provider_azbatch import config
-from airflow_provider_azbatch.compat import aget_xcom, aset_xcom
+from airflow_provider_azbatch.compat import aget_xcom, aset_xcom, redact
 from airflow_provider_azbatch.hooks.batch_async import AzureBatchAsyncHook
 from airflow_provider_azbatch.hooks.errors import describe_error
 from airflow_provider_azbatch.pools.health import PoolProblem
@@ -427,7 +427,8 @@ class AzureBatchJobTrigger(BaseTrigger):
     ) -> TriggerEvent:
         payload: dict[str, Any] = {"status": status, "job_id": self.job_id, "watch_state": state}
         if lines:
-            payload["lines"] = [[task_id, line] for task_id, line in lines]
+            # Stored as the task's next_kwargs, not written through the log's masking: masked here.
+            payload["lines"] = [[task_id, redact(line)] for task_id, line in lines]
         return TriggerEvent(payload)
 
     def _error(self, state: WatchState, message: str, *, permanent: bool, pool_problem: bool = False) -> TriggerEvent:

@@ -236,3 +236,16 @@ def test_no_event_fires_within_min_deferral_seconds_of_the_deferral(azbatch_defa
     event = _first_event(trigger)
     assert event.payload["status"] == "done"
     assert deadline <= time.time() < deferred_at + 3
+
+
+def test_the_events_lines_are_masked_as_the_log_is(azbatch_default, shared_pool):
+    # The event is stored as the task's next_kwargs, outside the log's masking.
+    from airflow.sdk.log import mask_secret
+
+    mask_secret("s3cr3t-t0ken-for-the-event")
+    hook = AzureBatchHook()
+    job_id = _job(hook, shared_pool, [TaskSpec(id="t", command_line=sh("echo token=s3cr3t-t0ken-for-the-event"))])
+    wait_until(lambda: hook.get_task_counts(job_id).completed == 1, what="the job over")
+    start = WatchState(job_id=job_id, expected_tasks=1, streamed=["t"])
+    event = _first_event(AzureBatchJobTrigger("azbatch_default", start.to_json(), poll_interval=0.2))
+    assert [line for task, line in event.payload["lines"] if task == "t"] == ["[t] token=***"]
