@@ -120,7 +120,7 @@ def redact(text: str) -> str:
     try:  # 3.1+ (the execution_time module is deprecated there)
         from airflow.sdk.log import redact as airflow_redact
     except ImportError:  # 3.0
-        from airflow.sdk.execution_time.secrets_masker import redact as airflow_redact
+        from airflow.sdk.execution_time.secrets_masker import redact as airflow_redact  # type: ignore[no-redef]
 
     return str(airflow_redact(text))
 
