@@ -75,6 +75,6 @@ def test_the_shipped_list_names_its_sources_and_holds_lower_case_names_once():
     names = data["names"]
     assert names == sorted(set(names))
     assert all(name == name.lower() and name.startswith(("standard_", "basic_")) for name in names)
-    assert {"standard_d2_v2", "standard_d2s_v3", "standard_nc4as_t4_v3", "standard_hb120rs_v2"} <= set(names)
+    assert {"standard_d2_v2", "standard_d2s_v3", "standard_nc4as_t4_v3", "standard_hb120rs_v3"} <= set(names)
     assert TYPO not in names
     assert all(source["retrieved"] and source["path"] for source in data["sources"])
