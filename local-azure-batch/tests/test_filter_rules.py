@@ -174,7 +174,7 @@ REFUSED = [
     (
         "Pools_ListPools",
         "enableAutoScale eq 'true'",
-        "'enableAutoScale' is a bool and is compared with a bool value such as true or false (at position 19)",
+        "'enableAutoScale' is a boolean and is compared with a boolean value such as true or false (at position 19)",
     ),
     (
         "Pools_ListPools",
@@ -189,7 +189,7 @@ REFUSED = [
     (
         "Nodes_ListNodes",
         "startTaskInfo/exitCode eq '1'",
-        "'startTaskInfo/exitCode' is a int and is compared with a int value such as 0 (at position 26)",
+        "'startTaskInfo/exitCode' is an integer and is compared with an integer value such as 0 (at position 26)",
     ),
     (
         "Nodes_ListNodes",

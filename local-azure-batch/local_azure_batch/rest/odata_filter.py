@@ -407,9 +407,8 @@ class _Parser(TokenStream):
                 "bool": "true or false",
                 "datetime": "datetime'2026-12-02T07:00:00Z'",
             }[rule.kind]
-            raise self.refuse(
-                right.pos, f"'{left.text}' is a {rule.kind} and is compared with a {rule.kind} value such as {example}"
-            )
+            kind = {"string": "a string", "int": "an integer", "bool": "a boolean", "datetime": "a datetime"}[rule.kind]
+            raise self.refuse(right.pos, f"'{left.text}' is {kind} and is compared with {kind} value such as {example}")
         if rule.values is not None and value.casefold() not in rule.values:
             raise self.refuse(
                 right.pos,
