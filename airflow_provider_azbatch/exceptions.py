@@ -18,6 +18,10 @@ class AzureBatchValidationError(AirflowFailException, ValueError):
         self.problem = problem
 
 
+class BatchRequestRefusedError(AirflowFailException):
+    """Batch refused a submission request as invalid (400): nothing was created, and a retry would be refused again."""
+
+
 class SubmissionStepError(AirflowException):
     """A submission request kept failing (network, 5xx, throttling) beyond its retry budget."""
 

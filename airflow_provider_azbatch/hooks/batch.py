@@ -33,7 +33,7 @@ from azure.core.exceptions import (
 from airflow_provider_azbatch import config
 from airflow_provider_azbatch.compat import BaseHook
 from airflow_provider_azbatch.enums import enum_value
-from airflow_provider_azbatch.exceptions import QuotaReachedError, SubmissionStepError
+from airflow_provider_azbatch.exceptions import BatchRequestRefusedError, QuotaReachedError, SubmissionStepError
 from airflow_provider_azbatch.hooks.connection import BatchConnectionSettings, ConnectionConfigError, load_settings
 from airflow_provider_azbatch.hooks.credentials import build_credential, client_kwargs
 from airflow_provider_azbatch.hooks.errors import (
@@ -41,7 +41,9 @@ from airflow_provider_azbatch.hooks.errors import (
     describe_batch_error,
     describe_error,
     error_code,
+    is_refused_request,
     is_transient,
+    refusal_hint,
     retry_after_seconds,
     root_cause,
 )
@@ -251,7 +253,7 @@ class AzureBatchHook(BaseHook):
                 return False
             return True
 
-        return self._submission_step(f"Creating Batch job {job.id}", job.id, create)
+        return self._submission_step(f"Creating Batch job {job.id}", job.id, create, creates=True)
 
     def add_tasks(self, job_id: str, tasks: Sequence[batch_models.BatchTaskCreateOptions]) -> None:
         """Add the tasks (in collections of 100, concurrently); tasks added before count as added."""
@@ -358,7 +360,7 @@ class AzureBatchHook(BaseHook):
                 return False
             return True
 
-        return self._submission_step(f"Creating pool {pool_id}", None, create)
+        return self._submission_step(f"Creating pool {pool_id}", None, create, creates=True)
 
     # -- Blob storage -------------------------------------------------------------------------------
     def blob_storage(self, needed_for: str) -> BlobStorage:
@@ -372,12 +374,13 @@ class AzureBatchHook(BaseHook):
             detail = describe_error(exc).removeprefix(f"{code}: ").rstrip(".")
             raise QuotaReachedError(code, QUOTA_CODES[code], self.account_name, detail) from None
 
-    def _submission_step(self, what: str, job_id: str | None, action: Callable[[], T]) -> T:
+    def _submission_step(self, what: str, job_id: str | None, action: Callable[[], T], *, creates: bool = False) -> T:
         """Run an idempotent submission request, repeating it while the service or network fail transiently.
 
         azure-core already retries each request a few times (honouring ``Retry-After``); this waits out
         longer trouble, up to ``[azbatch] submit_retry_seconds``, then says which step failed and what
-        state the job was left in.
+        state the job was left in. A create request Batch refuses (400, e.g. a VM size it does not know)
+        fails at once: the same request would be refused again, and nothing was created.
         """
         budget = config.get_float("submit_retry_seconds")
         started = time.monotonic()
@@ -388,6 +391,12 @@ class AzureBatchHook(BaseHook):
             try:
                 return action()
             except Exception as exc:
+                if creates and is_refused_request(exc):
+                    # A 400 is the same answer however often the request is sent, and nothing was created.
+                    raise BatchRequestRefusedError(
+                        f"{what}: Batch refused the request, so nothing was created: {describe_error(exc)}"
+                        f"{refusal_hint(exc)}"
+                    ) from None
                 if not is_transient(exc):
                     raise
                 delay = backoff.next_delay(retry_after_seconds(exc))

@@ -59,6 +59,26 @@ def is_transient(exc: BaseException) -> bool:
     return False
 
 
+def is_refused_request(exc: BaseException) -> bool:
+    """Batch refused the request itself (400: a property, header or query parameter it does not accept)."""
+    return isinstance(exc, HttpResponseError) and exc.status_code == 400
+
+
+def refusal_hint(exc: BaseException) -> str:
+    """What to change, for the refusals a user's own value causes (a VM size Batch does not know)."""
+    details = {d.key: d.value for d in getattr(getattr(exc, "model", None), "error_values", None) or []}
+    if error_code(exc) == "InvalidPropertyValue" and details.get("PropertyName") == "vmSize":
+        from difflib import get_close_matches
+
+        from airflow_provider_azbatch.compute import load_catalog
+
+        size = str(details.get("PropertyValue", "")).lower()
+        close = get_close_matches(size, [vm.name for vm in load_catalog().sizes], n=1, cutoff=0.8)
+        suggestion = f" (did you mean {close[0]}?)" if close else ""
+        return f"; vm_size '{size}' is not a VM size Azure Batch supports{suggestion}"
+    return ""
+
+
 def retry_after_seconds(exc: BaseException) -> float | None:
     """How long the service asked us to wait (``Retry-After`` and its millisecond variants)."""
     response = getattr(exc, "response", None)

@@ -41,6 +41,7 @@ from .model.errors import (
 from .model.service import BatchService
 from .rest import wire
 from .rest.body import MAX_BODY_BYTES
+from .rest.query_options import check_query_options
 from .rest.urls import OPERATIONS, resolve
 
 log = logging.getLogger("local_azure_batch")
@@ -78,6 +79,8 @@ class EmulatorConfig:
     subscription_id: str = DEV_SUBSCRIPTION_ID
     blob_endpoints: dict[str, str] = field(default_factory=dict)
     mount_sources: dict[str, str] = field(default_factory=dict)
+    # VM sizes a pool may name besides the shipped list (sizes newer than data/vm_sizes.json).
+    extra_vm_sizes: tuple[str, ...] = ()
     request_log_size: int = 100_000
 
 
@@ -148,6 +151,7 @@ class LocalBatchServer:
                 subscription_id=config.subscription_id,
                 blob_endpoints=dict(config.blob_endpoints),
                 mount_sources=dict(config.mount_sources),
+                extra_vm_sizes=frozenset(size.lower() for size in config.extra_vm_sizes),
             )
         )
         await self.service.start()
@@ -212,6 +216,8 @@ class LocalBatchServer:
             _check_body_size(request)
             await self._authenticate(request)
             _check_query(request)
+            request["operation"] = operation
+            check_query_options(operation, request.query)
             _check_path(params)
             assert self.service is not None
             response = await route.handler(request, self.service, params)

@@ -82,6 +82,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SOURCE=DIR",
         help="a local directory standing for an NFS export, Azure Files URL or CIFS share a pool mounts; repeatable",
     )
+    parser.add_argument(
+        "--vm-size",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a VM size pools may name besides the sizes the service knows (data/vm_sizes.json), for a size "
+        "newer than that list; repeatable",
+    )
     parser.add_argument("--quiet", action="store_true", help="do not log requests")
     parser.add_argument(
         "--request-log",
@@ -138,6 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         subscription_id=args.subscription_id,
         blob_endpoints=dict(args.blob_endpoint),
         mount_sources=dict(args.mount_source),
+        extra_vm_sizes=tuple(args.vm_size),
         request_log_size=args.request_log,
     )
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stdout)

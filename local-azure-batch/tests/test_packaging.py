@@ -40,6 +40,14 @@ def test_the_wheel_installs_and_serves_from_a_fresh_venv(tmp_path):
 
     where = _run(python, "-c", "import local_azure_batch; print(local_azure_batch.__file__)", cwd=tmp_path)
     assert Path(where.stdout.strip()).is_relative_to(venv)
+    # The VM sizes pools may name ship as package data.
+    sizes = _run(
+        python,
+        "-c",
+        "from local_azure_batch.model.vm_sizes import known_vm_sizes; print(len(known_vm_sizes()))",
+        cwd=tmp_path,
+    )
+    assert int(sizes.stdout) > 700
     usage = _run(python, "-m", "local_azure_batch", "--help", cwd=tmp_path).stdout
     assert "--job-quota" in usage
     assert "--pool-quota" in usage

@@ -53,3 +53,31 @@ def test_a_two_node_task_on_a_one_node_quota_fails_with_the_allocation_error(
     )
     assert client.get_job(job_id).state == m.BatchJobState.COMPLETED
     assert client.get_job(job_id).execution_info.termination_reason == "PoolProblem"
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_a_vm_size_batch_does_not_know_fails_the_task_and_leaves_nothing(
+    airflow_db, local_batch_service, batch_client, azbatch_default, shared
+):
+    """Batch refuses the pool (or the job's auto-pool) with 400 InvalidPropertyValue; the run fails with it."""
+    typo = "standard_nc4as_t4_v9"
+    pool = BatchPool.shared(f"typo-{shared}", vm_size=typo) if shared else BatchPool.auto(vm_size=typo)
+    jobs_before = {job.id for job in batch_client.list_jobs(select=["id"])}
+    pools_before = {pool.id for pool in batch_client.list_pools(select=["id"])}
+    with DAG(f"unknown_vm_size_{shared}", schedule=None, start_date=START) as dag:
+        AzureBatchJobOperator(task_id="typo", batch_pool=pool, command="echo never", poll_interval=0.5)
+    run, logs = run_dag(dag)
+    assert run.state == "failed"
+    text = "\n".join(logs)
+    step = "Creating pool typo-True" if shared else "Creating Batch job unknown_vm_size_False-typo-"
+    refusal = (
+        ": Batch refused the request, so nothing was created: InvalidPropertyValue: The value provided for one of "
+        f"the properties in the request body is invalid. [PropertyName=vmSize; PropertyValue={typo}; "
+        f"Reason=The specified vmSize '{typo}' is not a virtual machine size the Batch service supports.]; "
+        f"vm_size '{typo}' is not a VM size Azure Batch supports (did you mean standard_nc4as_t4_v3?)"
+    )
+    [line] = [line for line in logs if refusal in line]
+    assert step in line
+    assert "BatchRequestRefusedError" in text
+    assert {job.id for job in batch_client.list_jobs(select=["id"])} == jobs_before
+    assert {pool.id for pool in batch_client.list_pools(select=["id"])} == pools_before

@@ -55,6 +55,8 @@ class ServiceSettings:
     blob_endpoints: dict[str, str] = field(default_factory=dict)
     # Local directories standing for mount sources (an NFS export, an Azure Files URL, a CIFS share).
     mount_sources: dict[str, str] = field(default_factory=dict)
+    # VM sizes accepted besides the shipped list (data/vm_sizes.json), lower case: sizes newer than the list.
+    extra_vm_sizes: frozenset[str] = frozenset()
 
 
 class Account:

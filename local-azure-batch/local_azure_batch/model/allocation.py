@@ -6,6 +6,7 @@ import asyncio
 import shutil
 from typing import Any
 
+from local_azure_batch.lang.image_reference import reference_problem
 from local_azure_batch.runner.mounts import MountError, mount_all
 from local_azure_batch.runner.process import RunHandle
 
@@ -27,7 +28,13 @@ from .pools import (
     ComputeNode,
     Pool,
 )
-from .tasks import FAILURE_EXIT_CODE, launch_failure
+from .tasks import (
+    CONTAINER_INVALID_IMAGE,
+    CONTAINER_INVALID_IMAGE_MESSAGE,
+    FAILURE_EXIT_CODE,
+    invalid_image_details,
+    launch_failure,
+)
 
 # A node's error when a mount fails (the service's own code for it is not documented).
 MOUNT_FAILED = "MountFailed"
@@ -112,7 +119,7 @@ class Allocation:
         if node.pool.nodes.get(node.id) is not node:
             return
         node.last_boot_time = utcnow()
-        if not await self._mount(node):
+        if not await self._mount(node) or not self._prefetch_images(node):
             return
         start_task = node.pool.spec.get("startTask")
         if start_task is not None:
@@ -130,6 +137,27 @@ class Allocation:
             node.set_state(IDLE)
         self.check(node.pool)
         self.account.kick()
+
+    def _prefetch_images(self, node: ComputeNode) -> bool:
+        """The pool's containerImageNames, pulled before the start task on a real node: one a container engine
+        cannot parse leaves the node unusable with ContainerInvalidImage, the code the service reports for an
+        image a node cannot pull (that a failed prefetch makes the node unusable is a documented guess)."""
+        container = node.pool.spec["virtualMachineConfiguration"].get("containerConfiguration") or {}
+        for image in container.get("containerImageNames") or []:
+            problem = reference_problem(str(image))
+            if problem is not None:
+                node.errors = [
+                    {
+                        "code": CONTAINER_INVALID_IMAGE,
+                        "message": CONTAINER_INVALID_IMAGE_MESSAGE,
+                        "errorDetails": invalid_image_details(str(image), problem),
+                    }
+                ]
+                node.set_state(UNUSABLE)
+                self.check(node.pool)
+                self.account.kick()
+                return False
+        return True
 
     async def _mount(self, node: ComputeNode) -> bool:
         """The pool's file systems under the node's mount root; a mount that fails leaves the node unusable."""

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from local_azure_batch.lang.image_reference import reference_problem
 from local_azure_batch.runner.process import ProcessOutcome, ProcessSpec, RunHandle
 from local_azure_batch.runner.transfers import TransferError
 
@@ -25,6 +26,7 @@ from .tasks import (
     WALL_CLOCK_EXCEEDED,
     Task,
     container_preamble,
+    image_pull_failure,
     launch_failure,
 )
 
@@ -97,15 +99,20 @@ class Execution:
         }
 
     def container_mismatch(self, task: Task, node: ComputeNode) -> dict[str, Any] | None:
-        if task.spec.get("containerSettings") and not node.pool.spec["virtualMachineConfiguration"].get(
-            "containerConfiguration"
-        ):
+        container = task.spec.get("containerSettings")
+        if not container:
+            return None
+        if not node.pool.spec["virtualMachineConfiguration"].get("containerConfiguration"):
             return {
                 "category": "usererror",
                 "code": "ContainerSettingsNotAllowed",
                 "message": "The task has containerSettings but its pool has no containerConfiguration.",
             }
-        return None
+        # No image is pulled here, but one a container engine cannot even parse fails as its pull would on
+        # a node. A well-formed reference to an image or tag that does not exist cannot be told offline.
+        image = str(container.get("imageName", ""))
+        problem = reference_problem(image)
+        return None if problem is None else image_pull_failure(image, problem)
 
     def process_spec(
         self,

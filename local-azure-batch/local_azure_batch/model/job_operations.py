@@ -57,7 +57,14 @@ class JobOperations:
         self.side_tasks = side_tasks
 
     def _auto_pool_spec(self, pool: Any, path: str) -> dict[str, Any]:
-        return normalize_pool(pool, path, require_id=False, subscription_id=self.account.settings.subscription_id)
+        settings = self.account.settings
+        return normalize_pool(
+            pool,
+            path,
+            require_id=False,
+            subscription_id=settings.subscription_id,
+            extra_vm_sizes=settings.extra_vm_sizes,
+        )
 
     def create_job(self, body: Any) -> Job:
         spec = normalize_job(body, normalize_pool_spec=self._auto_pool_spec)

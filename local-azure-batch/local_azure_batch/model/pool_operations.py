@@ -37,7 +37,8 @@ class PoolOperations:
         self.autoscaling = autoscaling
 
     def create_pool(self, body: Any) -> Pool:
-        spec = normalize_pool(body, subscription_id=self.account.settings.subscription_id)
+        settings = self.account.settings
+        spec = normalize_pool(body, subscription_id=settings.subscription_id, extra_vm_sizes=settings.extra_vm_sizes)
         existing = self.account.pools.get(spec["id"].lower())
         if existing is not None:
             if existing.state == POOL_DELETING:

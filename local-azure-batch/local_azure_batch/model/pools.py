@@ -23,6 +23,7 @@ from .entity import Entity
 from .errors import invalid_property
 from .identity import normalize_user_identity, username
 from .tasks import RecentRun
+from .vm_sizes import check_vm_size
 
 if TYPE_CHECKING:
     from .task_instances import TaskInstance
@@ -69,7 +70,12 @@ SAMPLE_HISTORY = timedelta(hours=1)
 
 
 def normalize_pool(
-    body: Any, path: str = "", *, require_id: bool = True, subscription_id: str | None = None
+    body: Any,
+    path: str = "",
+    *,
+    require_id: bool = True,
+    subscription_id: str | None = None,
+    extra_vm_sizes: Collection[str] = (),
 ) -> dict[str, Any]:
     """Validate a pool (or auto-pool) specification and fill in the service's defaults."""
     if not isinstance(body, dict):
@@ -78,6 +84,7 @@ def normalize_pool(
     if require_id:
         v.check_id(v.require(spec, "id"))
     vm_size = v.require(spec, "vmSize", f"{path}vmSize")
+    check_vm_size(str(vm_size), extra_vm_sizes)
     spec["vmSize"] = str(vm_size).lower()
     vm_config = v.require(spec, "virtualMachineConfiguration", f"{path}virtualMachineConfiguration")
     image = v.require(vm_config, "imageReference", f"{path}virtualMachineConfiguration.imageReference")

@@ -73,6 +73,26 @@ def container_preamble(container: Mapping[str, Any] | None) -> str | None:
     )
 
 
+# How the service reports an image a node could not pull (Azure/Batch issues 49 and 122, nextflow-io/nextflow
+# pull request 2099: category UserError, this code and message, details ContainerImage and Message).
+CONTAINER_INVALID_IMAGE = "ContainerInvalidImage"
+CONTAINER_INVALID_IMAGE_MESSAGE = "One or more container images specified are invalid"
+
+
+def invalid_image_details(image: str, problem: str) -> list[dict[str, str]]:
+    return [{"name": "ContainerImage", "value": image}, {"name": "Message", "value": problem}]
+
+
+def image_pull_failure(image: str, problem: str) -> dict[str, Any]:
+    """The failureInfo of a task whose container image cannot be pulled (here: a malformed reference)."""
+    return {
+        "category": "usererror",
+        "code": CONTAINER_INVALID_IMAGE,
+        "message": CONTAINER_INVALID_IMAGE_MESSAGE,
+        "details": invalid_image_details(image, problem),
+    }
+
+
 def launch_failure(reason: str) -> dict[str, Any]:
     return {
         "category": "usererror",

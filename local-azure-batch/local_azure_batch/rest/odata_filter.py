@@ -25,13 +25,16 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from local_azure_batch.lang import scanner
 from local_azure_batch.lang.scanner import END, Token, TokenStream
-from local_azure_batch.lang.times import parse_iso_datetime
+from local_azure_batch.lang.times import parse_iso_datetime, parse_rfc1123
 
-__all__ = ["CompiledFilter", "ODataFilterError", "compile_filter", "parse_iso_datetime"]
+if TYPE_CHECKING:
+    from .query_options import FilterProperty
+
+__all__ = ["CompiledFilter", "ODataFilterError", "ODataRuleError", "compile_filter", "parse_iso_datetime"]
 
 Predicate = Callable[[Mapping[str, Any]], bool]
 _Getter = Callable[[Mapping[str, Any]], Any]
@@ -42,6 +45,15 @@ class ODataFilterError(ValueError):
 
     def __init__(self, position: int, detail: str) -> None:
         super().__init__(f"Syntax error at position {position}: {detail}")
+        self.position = position
+        self.detail = detail
+
+
+class ODataRuleError(ODataFilterError):
+    """A well-formed ``$filter`` that uses a property, operator or value the list does not accept."""
+
+    def __init__(self, position: int, detail: str) -> None:
+        ValueError.__init__(self, f"{detail} (at position {position})")
         self.position = position
         self.detail = detail
 
@@ -71,7 +83,8 @@ def _datetime_literal(text: str, pos: int) -> tuple[Token | None, int] | None:
     if text[pos:end].lower() != "datetime" or not text.startswith("'", end):
         return None
     value, end = scanner.read_quoted(text, end, _UNTERMINATED)
-    parsed = parse_iso_datetime(value)
+    # W3C-DTF or RFC 1123, the two forms the Batch docs give ("Rules for filter, select, and expand strings").
+    parsed = parse_iso_datetime(value) or parse_rfc1123(value)
     if parsed is None:
         raise scanner.ScanError(
             pos, f"invalid datetime literal '{value}' (expected e.g. datetime'2025-01-01T00:00:00Z')"
@@ -336,11 +349,72 @@ def _compile_function(name: str, args: list[_Operand]) -> Predicate:
 
 
 class _Parser(TokenStream):
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, rules: Mapping[str, FilterProperty] | None = None, list_name: str = "") -> None:
         super().__init__(_tokenize(text))
         self.text = text
         # The top-level properties the filter reads (the first step of each a/b/c path).
         self.fields: set[str] = set()
+        # With rules, only "property operator literal" conditions on the list's documented properties,
+        # startswith() where documented, and/or and parentheses are accepted (see query_options.py).
+        self.rules = rules
+        self.list_name = list_name
+
+    def refuse(self, position: int, detail: str) -> ODataRuleError:
+        return ODataRuleError(position, detail)
+
+    def known_properties(self) -> str:
+        assert self.rules is not None
+        return ", ".join(sorted(self.rules))
+
+    def rule_for(self, operand: _Operand) -> FilterProperty:
+        assert self.rules is not None
+        rule = self.rules.get(operand.text)
+        if rule is None:
+            raise self.refuse(
+                operand.pos,
+                f"{self.list_name} cannot filter on '{operand.text}'; its filterable properties (names are "
+                f"case-sensitive) are: {self.known_properties()}",
+            )
+        return rule
+
+    def check_comparison(self, op: str, left: _Operand, right: _Operand) -> _Operand:
+        """The property operand of a documented ``property op literal`` condition (refused otherwise)."""
+        if left.kind != "property":
+            if left.kind == "bool":
+                raise self.refuse(
+                    left.pos,
+                    f"'{left.text}' cannot be compared with '{op}': a condition is a property, an "
+                    "operator and a value, combined with 'and' and 'or'",
+                )
+            raise self.refuse(
+                left.pos, f"the property must come first: write the condition as <property> {op} {left.text}"
+            )
+        if right.kind != "literal":
+            raise self.refuse(right.pos, f"'{left.text} {op}' must be followed by a value, not '{right.text}'")
+        rule = self.rule_for(left)
+        if op not in rule.operators:
+            allowed = ", ".join(sorted(rule.operators))
+            raise self.refuse(left.pos, f"{self.list_name} allows only {allowed} on '{left.text}', not '{op}'")
+        value = right.value
+        if value is None:
+            raise self.refuse(right.pos, f"'{left.text}' cannot be compared with null")
+        expected = {"string": str, "int": int, "bool": bool, "datetime": datetime}[rule.kind]
+        wrong_kind = not isinstance(value, expected) or (rule.kind == "int" and isinstance(value, bool))
+        if wrong_kind:
+            example = {
+                "string": "'text'",
+                "int": "0",
+                "bool": "true or false",
+                "datetime": "datetime'2026-12-02T07:00:00Z'",
+            }[rule.kind]
+            kind = {"string": "a string", "int": "an integer", "bool": "a boolean", "datetime": "a datetime"}[rule.kind]
+            raise self.refuse(right.pos, f"'{left.text}' is {kind} and is compared with {kind} value such as {example}")
+        if rule.values is not None and value.casefold() not in rule.values:
+            raise self.refuse(
+                right.pos,
+                f"{right.text} is not a value of '{left.text}': {', '.join(rule.values)}",
+            )
+        return left
 
     def keyword(self, token: Token | None = None) -> str | None:
         token = token or self.current
@@ -389,6 +463,10 @@ class _Parser(TokenStream):
 
     # unary := 'not' unary | condition
     def parse_not(self, after: str | None) -> Predicate:
+        if self.keyword() == "not" and self.rules is not None:
+            raise self.refuse(
+                self.current.pos, "'not' is not supported: use the opposite operator (ne for eq, lt for ge, ...)"
+            )
         if self.keyword() == "not":
             self.advance()
             inner = self.parse_not("not")
@@ -402,7 +480,14 @@ class _Parser(TokenStream):
         if op in _COMPARISONS:
             op_token = self.advance()
             right = self.parse_operand(op_token.text)
+            if self.rules is not None:
+                self.check_comparison(op, left, right)
             return _compile_comparison(op, left, right)
+        if self.rules is not None and left.kind != "bool":
+            raise self.refuse(
+                left.pos,
+                f"'{left.text}' is not a condition: write <property> <operator> <value>, e.g. state eq 'active'",
+            )
         if left.kind == "bool":
             getter = left.getter
             return lambda entity: getter(entity) is True
@@ -465,6 +550,10 @@ class _Parser(TokenStream):
             self.advance()
             path.append(segment.text)
         text = "/".join(path)
+        if self.rules is not None:
+            rule = self.rules.get(text)
+            if rule is not None and rule.path is not None:
+                path = rule.path.split("/")
         self.fields.add(path[0])
         return _Operand("property", token.pos, text, _path_getter(tuple(path)))
 
@@ -498,8 +587,26 @@ class _Parser(TokenStream):
         self.advance()
         if len(args) != _FUNCTIONS[name]:
             raise self.error(name_token, f"{name}() takes {_FUNCTIONS[name]} arguments, got {len(args)}")
+        if self.rules is not None:
+            self.check_call(name_token, name, args)
         predicate = _compile_function(name, args)
         return _Operand("bool", name_token.pos, self.text[name_token.pos : closing.pos + 1], predicate)
+
+    def check_call(self, name_token: Token, name: str, args: list[_Operand]) -> None:
+        """Only ``startswith(<property>, '<text>')``, on properties documented with ``startswith``."""
+        if name != "startswith":
+            raise self.refuse(
+                name_token.pos, f"{name}() is not supported; the only function is startswith(<property>, '<prefix>')"
+            )
+        prop, prefix = args
+        if prop.kind != "property" or prefix.kind != "literal" or not isinstance(prefix.value, str):
+            raise self.refuse(name_token.pos, "startswith takes a property and a quoted prefix: startswith(id, 'abc')")
+        rule = self.rule_for(prop)
+        if "startswith" not in rule.operators:
+            allowed = ", ".join(sorted(rule.operators))
+            raise self.refuse(
+                name_token.pos, f"{self.list_name} allows only {allowed} on '{prop.text}', not startswith"
+            )
 
 
 class CompiledFilter:
@@ -516,14 +623,18 @@ class CompiledFilter:
         return self._test(entity)
 
 
-def compile_filter(text: str) -> CompiledFilter:
+def compile_filter(
+    text: str, rules: Mapping[str, FilterProperty] | None = None, list_name: str = "This list"
+) -> CompiledFilter:
     """Compile an OData ``$filter`` into a predicate over serialised entities.
 
     Raises :class:`ODataFilterError` (a ``ValueError``) with the 0-based character position of
-    the problem; the REST layer turns that into the service's ``InvalidQueryParameterValue``.
+    the problem; the REST layer turns that into the service's ``InvalidQueryParameterValue``. With
+    ``rules`` (a list's filterable properties, ``query_options.py``), anything else the list does not
+    accept raises :class:`ODataRuleError`.
     """
     if not isinstance(text, str):
         raise TypeError(f"filter must be a string, not {type(text).__name__}")
-    parser = _Parser(text)
+    parser = _Parser(text, rules, list_name)
     test = parser.parse()
     return CompiledFilter(text, test, frozenset(parser.fields))

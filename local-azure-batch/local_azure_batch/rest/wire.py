@@ -14,6 +14,7 @@ from local_azure_batch.model.clock import iso, rfc1123, utcnow
 from local_azure_batch.model.errors import BatchServiceError, invalid_query
 
 from .odata_filter import CompiledFilter, ODataFilterError, compile_filter
+from .query_options import options_for
 
 JSON_TYPE = "application/json; odata=minimalmetadata"
 MAX_RESULTS = 1000
@@ -134,11 +135,16 @@ def parse_select(request: web.Request) -> list[str] | None:
 
 
 def parse_filter(request: web.Request) -> CompiledFilter | None:
+    """The request's ``$filter``, held to what its operation documents (``query_options.py``)."""
     text = request.query.get("$filter")
     if not text:
         return None
+    options = options_for(request.get("operation", ""))
     try:
-        return compile_filter(text)
+        if options.filter is None:
+            # check_query_options refused a $filter to any operation that does not take one.
+            return compile_filter(text)
+        return compile_filter(text, options.filter, options.name)
     except ODataFilterError as exc:
         raise invalid_query("$filter", text, str(exc)) from None
 
