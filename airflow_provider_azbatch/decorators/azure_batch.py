@@ -10,7 +10,7 @@
 The decorated operator is :class:`~airflow_provider_azbatch.operators.job.AzureBatchJobOperator` with one Batch
 task whose command runs the function (:mod:`.remote_runner` on the node): every parameter of the operator
 applies (pool, containers, workspace, environment, inputs/outputs, retries, deferrable, ``num_nodes``...).
-The function's source (taken as Airflow's own decorators take it, the decorator removed) and its arguments
+The function's source (its ``def`` and body, without decorators: :mod:`.source`) and its arguments
 (templated, XCom inputs resolved) travel as a call file staged in the connection's storage by content and
 downloaded by Batch with a read-only SAS; the node writes the return value to a result file that is read
 back like any ``result_file``. Only the function's own source travels: imports go inside it, and helpers
@@ -33,6 +33,7 @@ from airflow.sdk.bases.decorator import DecoratedOperator, TaskDecorator, task_d
 
 from airflow_provider_azbatch import config
 from airflow_provider_azbatch.compat import AirflowException
+from airflow_provider_azbatch.decorators.source import function_source, refuse_foreign_decorators
 from airflow_provider_azbatch.operators.job import AzureBatchJobOperator
 from airflow_provider_azbatch.results.task_results import read_results
 from airflow_provider_azbatch.runs import RunResult
@@ -80,6 +81,7 @@ def _refuse_unrunnable(function: Callable[..., Any]) -> None:
         raise check.fail("@task.azure_batch", f"needs a function defined with def, got {type(function).__name__}")
     if "." in function.__qualname__.rsplit("<locals>.", 1)[-1]:
         raise check.fail("@task.azure_batch", f"cannot run {function.__qualname__}: a method is not a function")
+    refuse_foreign_decorators(function)
 
 
 def _json_arguments(name: str, op_args: Collection[Any], op_kwargs: Mapping[str, Any]) -> tuple[list[Any], dict]:
@@ -163,6 +165,10 @@ class _AzureBatchDecoratedOperator(DecoratedOperator, AzureBatchJobOperator):
 
     def files_for_tasks(self) -> Sequence[FileForTasks]:
         return self._files
+
+    def get_python_source(self) -> str:
+        """The function's ``def`` and body: its decorators stay here, whatever name they are imported under."""
+        return function_source(self.python_callable)
 
     def _call_files(self) -> tuple[FileForTasks, ...]:
         name = self.python_callable.__name__

@@ -255,3 +255,48 @@ def test_pickle_carries_what_json_cannot_with_a_warning_when_the_dag_is_defined(
     run, logs = run_dag(dag)
     assert run.state == "success", "\n".join(logs[-30:])
     assert run.get_task_instance("days").xcom_pull(task_ids="days") == ["2026-01-01", "2026-01-02"]
+
+
+@pytest.mark.parametrize("deferrable", MODES)
+def test_task_imported_under_another_name_with_stacked_decorators(
+    airflow_db, azbatch_with_storage, shared_pool, deferrable
+):
+    """Only the def travels: `@sdk_task.azure_batch` (and `@sdk_task.run_if`) stay where the DAG is defined."""
+    from airflow.sdk import task as sdk_task
+
+    with DAG(f"taskflow_alias_{deferrable}", schedule=None, start_date=START) as dag:
+
+        @sdk_task.run_if(lambda context: True)
+        @sdk_task.azure_batch(
+            pool_id=shared_pool,
+            poll_interval=0.3,
+            deferrable=deferrable,
+        )
+        # A comment between the decorators and the def.
+        def doubled(value: int) -> int:
+            return value * 2
+
+        doubled(21)
+    run, logs = run_dag(dag)
+    assert run.state == "success", "\n".join(logs[-40:])
+    assert run.get_task_instance("doubled").xcom_pull(task_ids="doubled") == 42
+
+
+def test_a_decorator_that_cannot_travel_is_refused_when_the_dag_is_defined(shared_pool):
+    def traced(function):
+        return function
+
+    @task.azure_batch(pool_id=shared_pool)
+    @traced
+    def work():
+        return 1
+
+    with (
+        DAG("taskflow_foreign_decorator", schedule=None, start_date=START),
+        pytest.raises(AzureBatchValidationError) as info,
+    ):
+        work()
+    assert str(info.value) == (
+        "@task.azure_batch cannot run work() decorated with @traced: only the function's own source travels to "
+        "the node, without its decorators; call what the decorator does inside the function instead"
+    )
