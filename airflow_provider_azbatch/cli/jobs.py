@@ -158,8 +158,10 @@ def _list(hook: Any, args: Namespace) -> None:
             shown.append(found)
     print_records(shown, LIST_COLUMNS, args.output)
     if len(shown) == args.limit and looked_at < len(jobs):
-        more = "jobs" if not outcomes else f"{' or '.join(outcomes)} jobs"
-        note(f"Showing the newest {len(shown)} {more} (--limit to see more)")
+        if outcomes:
+            note(f"Showing the newest {len(shown)} {' or '.join(outcomes)} jobs (--limit to see more)")
+        else:
+            note(f"Showing the newest {len(shown)} of {len(jobs)} jobs (--limit to see more)")
     elif not shown and outcomes:
         window = f" since {iso_time(since)}" if since is not None else ""
         note(f"No {' or '.join(outcomes)} jobs{window} among the {len(jobs)} listed")
