@@ -13,7 +13,7 @@ import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from airflow.sdk import BaseOperator
 
@@ -520,10 +520,17 @@ class AzureBatchJobOperator(BaseOperator):
     def outcome(self, result: RunResult) -> Any:
         """The run's result as Airflow's: the XCom value, or the exception that fails the task."""
         if result.failure is not None:
-            raise AirflowException(result.failure)
+            self.fail_with(result.failure)
         if result.skipped is not None:
             raise AirflowSkipException(result.skipped)
         return result.xcom
+
+    def fail_with(self, report: str) -> NoReturn:
+        """Fail the task with the failure report: logged as the last line before Airflow's traceback (which
+        readers meet first, above 25 lines of Airflow's own frames), and the exception's message (what
+        callbacks, e-mails and the UI's failure summary show)."""
+        self.log.error("%s", report)
+        raise AirflowException(report)
 
     def on_kill(self) -> None:
         self.run.on_kill()

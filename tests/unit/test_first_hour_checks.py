@@ -162,3 +162,10 @@ def test_the_shipped_source_is_the_def_whatever_the_decorators_are_called():
 
     assert function_source(first) == 'def first(a, b=1):\n    """Doc."""\n    return a + b\n'
     assert sdk_task is not None
+
+
+def test_the_connection_form_fields_are_the_extras_a_connection_may_hold():
+    from airflow_provider_azbatch.get_provider_info import CONN_FIELDS
+    from airflow_provider_azbatch.hooks.connection import EXTRA_FIELDS
+
+    assert sorted(CONN_FIELDS) == sorted(EXTRA_FIELDS)

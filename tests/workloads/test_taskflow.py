@@ -118,7 +118,7 @@ def test_a_function_that_raises_fails_the_task_with_its_exception(
     assert run.get_task_instance("check").state == "failed"
     error = _error(logs)
     assert error.startswith("ValueError: only 3 rows: need at least 10 (in check(), "), error
-    assert re.match(r"ValueError: [^\n]* \(in check\(\), \S+/check\.py line 3: raise ValueError\(", error)
+    assert re.match(r"ValueError: [^\n]* \(in check\(\), check\.py line 3: raise ValueError\(", error)
     assert "Task 'main' failed with exit code 1" in error
     # The whole traceback is in the log, as stderr.
     assert "[main:stderr] ValueError: only 3 rows: need at least 10" in logs
