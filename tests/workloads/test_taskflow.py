@@ -257,20 +257,17 @@ def test_pickle_carries_what_json_cannot_with_a_warning_when_the_dag_is_defined(
     assert run.get_task_instance("days").xcom_pull(task_ids="days") == ["2026-01-01", "2026-01-02"]
 
 
-@pytest.mark.parametrize("deferrable", MODES)
-def test_task_imported_under_another_name_with_stacked_decorators(
-    airflow_db, azbatch_with_storage, shared_pool, deferrable
-):
-    """Only the def travels: `@sdk_task.azure_batch` (and `@sdk_task.run_if`) stay where the DAG is defined."""
+def test_task_imported_under_another_name_with_stacked_decorators(airflow_db, azbatch_with_storage, shared_pool):
+    """Only the def travels: `@sdk_task.azure_batch` (and `@sdk_task.run_if`) stay where the DAG is defined (the
+    same in both modes: the source is taken before the job is submitted)."""
     from airflow.sdk import task as sdk_task
 
-    with DAG(f"taskflow_alias_{deferrable}", schedule=None, start_date=START) as dag:
+    with DAG("taskflow_alias", schedule=None, start_date=START) as dag:
 
         @sdk_task.run_if(lambda context: True)
         @sdk_task.azure_batch(
             pool_id=shared_pool,
             poll_interval=0.3,
-            deferrable=deferrable,
         )
         # A comment between the decorators and the def.
         def doubled(value: int) -> int:
