@@ -258,8 +258,8 @@ def page() -> str:
         for message in found:
             cause = causes.get(message.exception) or FOREIGN_CAUSES.get(message.exception, "")
             out.append(
-                f"- **Symptom**: {_span(message.symptom)}<br>\n"
-                f"  **Cause**: {cause} (`{message.exception}`)<br>\n"
+                f"- **Symptom**: {_span(message.symptom)}\\\n"
+                f"  **Cause**: {cause} (`{message.exception}`)\\\n"
                 f"  **Fix**: {message.fix}\n"
             )
         out.append("\n")
