@@ -86,7 +86,9 @@ def _refuse_unknown_arguments(cls: type, kwargs: Mapping[str, Any]) -> None:
         what = getattr(cls, "custom_operator_name", None) or cls.__name__
         name = unknown[0]
         near = check.suggestion(name, known, cutoff=0.7)
-        hint = f": did you mean {near!r}?" if near is not None else f" (see help({cls.__name__}) for its parameters)"
+        # The decorator's class is private: its parameters are the operator's.
+        documented = cls.__name__ if not cls.__name__.startswith("_") else "AzureBatchJobOperator"
+        hint = f": did you mean {near!r}?" if near is not None else f" (see help({documented}) for its parameters)"
         raise check.fail(name, f"is not a parameter of {what}{hint}")
 
 

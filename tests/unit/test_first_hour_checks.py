@@ -169,3 +169,21 @@ def test_the_connection_form_fields_are_the_extras_a_connection_may_hold():
     from airflow_provider_azbatch.hooks.connection import EXTRA_FIELDS
 
     assert sorted(CONN_FIELDS) == sorted(EXTRA_FIELDS)
+
+
+def test_a_misspelt_argument_of_the_decorator_is_named_with_the_right_one():
+    from airflow.sdk import DAG
+
+    from airflow_provider_azbatch.decorators.azure_batch import azure_batch_task
+
+    def work():
+        return 1
+
+    with DAG("first_hour_decorator_typo", schedule=None), pytest.raises(AzureBatchValidationError) as caught:
+        azure_batch_task(work, pool_id="shared", max_wall_clok=60)()
+    assert str(caught.value) == "max_wall_clok is not a parameter of @task.azure_batch: did you mean 'max_wall_clock'?"
+    with DAG("first_hour_decorator_unknown", schedule=None), pytest.raises(AzureBatchValidationError) as caught:
+        azure_batch_task(work, pool_id="shared", zzz_unheard_of=1)()
+    assert str(caught.value) == (
+        "zzz_unheard_of is not a parameter of @task.azure_batch (see help(AzureBatchJobOperator) for its parameters)"
+    )
