@@ -47,11 +47,21 @@ ARG_TI_MAP_INDEX = Arg(
 TASK_INSTANCE_ARGS = (ARG_TI_DAG_ID, ARG_TI_TASK_ID, ARG_TI_RUN_ID, ARG_TI_MAP_INDEX)
 
 # jobs list
+# cli.outcomes.OUTCOMES (not imported: this module must stay light).
+JOB_OUTCOMES = ("succeeded", "failed", "cancelled", "running", "waiting", "blocked", "disabled", "deleting")
+JOB_STATES = ("active", "disabling", "enabling", "terminating", "completed")
 ARG_LIST_STATE = Arg(
     ("--state",),
     action="append",
-    choices=("active", "disabling", "disabled", "enabling", "terminating", "completed", "deleting"),
-    help="Only jobs in this state (repeat for several)",
+    choices=tuple(dict.fromkeys((*JOB_OUTCOMES, *JOB_STATES))),
+    help="Only jobs with this outcome (succeeded, failed, cancelled, running, waiting, blocked) or Batch job state "
+    "(active, completed...); repeat for several",
+)
+ARG_LIST_OUTCOME = Arg(
+    ("--outcome",),
+    action="append",
+    choices=JOB_OUTCOMES,
+    help="Only jobs with this outcome (as --state): e.g. --outcome failed --since 1d",
 )
 ARG_LIST_PREFIX = Arg(("--prefix",), help="Only jobs whose id starts with this")
 ARG_LIST_DAG_ID = Arg(("-d", "--dag-id"), help="Only jobs submitted by this DAG (job metadata airflow_dag_id)")
@@ -131,12 +141,16 @@ JOBS_COMMANDS = (
     ActionCommand(
         name="list",
         help="List Batch jobs, the newest first",
-        description="List the account's Batch jobs, the newest first. --dag-id, --task-id and --run-id match the "
-        "metadata the AzureBatchJobOperator stores on the jobs it submits.",
+        description="List the account's Batch jobs, the newest first, with each job's outcome: succeeded, failed (a "
+        "task failed, or the job ended before its tasks), cancelled, running, waiting (for nodes), blocked (nothing "
+        "can run: tasks wait on failed ones, or the job cannot be scheduled). --dag-id, --task-id and --run-id "
+        "match the metadata the AzureBatchJobOperator stores on the jobs it submits. Which jobs failed since "
+        "yesterday: --state failed --since 1d.",
         func=lazy_load_command(f"{_PACKAGE}.jobs.jobs_list"),
         args=(
             ARG_CONN_ID,
             ARG_LIST_STATE,
+            ARG_LIST_OUTCOME,
             ARG_LIST_PREFIX,
             ARG_LIST_DAG_ID,
             ARG_LIST_TASK_ID,
@@ -171,7 +185,10 @@ JOBS_COMMANDS = (
 POOLS_COMMANDS = (
     ActionCommand(
         name="list",
-        help="List Batch pools",
+        help="List Batch pools: which are idle (nodes that run no task) and what they cost an hour",
+        description="List the account's Batch pools: idle (yes: it has nodes and none runs a task), what its "
+        "current nodes cost an hour at the provider catalog's list prices (spot nodes at the list price too: an "
+        "upper bound), state, VM size and nodes.",
         func=lazy_load_command(f"{_PACKAGE}.pools.pools_list"),
         args=(ARG_CONN_ID, ARG_OUTPUT, ARG_VERBOSE),
     ),
@@ -180,6 +197,14 @@ POOLS_COMMANDS = (
         help="Show a Batch pool: size, nodes by state, autoscaling, errors and running tasks",
         func=lazy_load_command(f"{_PACKAGE}.pools.pools_describe"),
         args=(ARG_POOL_ID, ARG_CONN_ID, ARG_OUTPUT, ARG_VERBOSE),
+    ),
+    ActionCommand(
+        name="delete",
+        help="Delete a Batch pool (asks first; --yes to skip the question)",
+        description="Delete a Batch pool: its nodes are released (and stop costing), tasks running on them are "
+        "stopped. Asks for confirmation; without a terminal, give --yes.",
+        func=lazy_load_command(f"{_PACKAGE}.pools.pools_delete"),
+        args=(ARG_POOL_ID, ARG_YES, ARG_CONN_ID, ARG_VERBOSE),
     ),
 )
 
@@ -214,7 +239,7 @@ AZBATCH_COMMANDS = GroupCommand(
     subcommands=(
         GroupCommand(name="jobs", help="Batch jobs: list, describe, cancel", subcommands=JOBS_COMMANDS),
         LOGS_COMMAND,
-        GroupCommand(name="pools", help="Batch pools: list, describe", subcommands=POOLS_COMMANDS),
+        GroupCommand(name="pools", help="Batch pools: list, describe, delete", subcommands=POOLS_COMMANDS),
     ),
 )
 

@@ -11,6 +11,7 @@ from airflow.utils.cli import suppress_logs_and_warning
 from airflow.utils.providers_configuration_loader import providers_configuration_loaded
 
 from airflow_provider_azbatch.cli.command import CliError, note, run
+from airflow_provider_azbatch.cli.outcomes import OUTCOMES, job_outcome
 from airflow_provider_azbatch.cli.output import (
     Column,
     cell,
@@ -29,8 +30,20 @@ from airflow_provider_azbatch.submission.job_ids import DAG_ID_KEY, MAP_INDEX_KE
 LIST_SELECT = ["id", "state", "creationTime", "executionInfo", "metadata", "poolInfo"]
 TASK_SELECT = ["id", "state", "executionInfo", "nodeInfo", "multiInstanceSettings"]
 
+
+def _tasks_text(counts: dict[str, int] | None) -> str:
+    """``3 succeeded, 1 failed, 2 waiting``: the tasks that have any."""
+    if not counts:
+        return ""
+    parts = [(counts["succeeded"], "succeeded"), (counts["failed"], "failed"), (counts["running"], "running")]
+    parts.append((counts["active"], "waiting"))
+    return ", ".join(f"{number} {what}" for number, what in parts if number) or "none"
+
+
 LIST_COLUMNS = (
     Column("id", "job"),
+    Column("outcome", "outcome"),
+    Column("tasks", "tasks", _tasks_text),
     Column("state", "state"),
     Column("created", "created"),
     Column("pool_id", "pool"),
@@ -105,20 +118,53 @@ def job_summary(job: Any) -> dict[str, Any]:
     }
 
 
+def _with_outcome(hook: Any, job: dict[str, Any]) -> dict[str, Any] | None:
+    """The job's summary with its task counts and outcome (None: it was deleted meanwhile)."""
+    from azure.core.exceptions import ResourceNotFoundError
+
+    try:
+        counts = hook.get_task_counts(job["id"])
+    except ResourceNotFoundError:
+        return None
+    outcome = job_outcome(job["state"], counts, job["terminate_reason"], job.pop("_scheduling_error"))
+    return {**job, "outcome": outcome, "tasks": counts.to_json()}
+
+
 def _list(hook: Any, args: Namespace) -> None:
     since, until = time_window(args.since, args.until)
     wanted = {DAG_ID_KEY: args.dag_id, TASK_ID_KEY: args.task_id, RUN_ID_KEY: args.run_id}
     wanted = {key: value for key, value in wanted.items() if value}
+    # --state takes outcomes too ("--state failed"): Batch's own states are filtered by the service.
+    asked = [*(args.state or []), *(getattr(args, "outcome", None) or [])]
+    states = [state for state in asked if state not in OUTCOMES]
+    outcomes = [state for state in asked if state in OUTCOMES]
     jobs = []
-    for job in hook.list_jobs(filter=list_filter(args.state, args.prefix, since, until), select=LIST_SELECT):
+    for job in hook.list_jobs(filter=list_filter(states, args.prefix, since, until), select=LIST_SELECT):
         metadata = metadata_of(job)
         if all(metadata.get(key) == value for key, value in wanted.items()):
-            jobs.append(job_summary(job))
+            summary = job_summary(job)
+            summary["_scheduling_error"] = getattr(job.execution_info, "scheduling_error", None) is not None
+            jobs.append(summary)
     jobs.sort(key=lambda job: (job["created"], job["id"]), reverse=True)
-    shown = jobs[: args.limit]
+    # The outcome costs a request per job: only as many as are shown (or looked at, to find them).
+    shown: list[dict[str, Any]] = []
+    looked_at = 0
+    for job in jobs:
+        if len(shown) == args.limit:
+            break
+        looked_at += 1
+        found = _with_outcome(hook, job)
+        if found is not None and (not outcomes or found["outcome"] in outcomes):
+            shown.append(found)
     print_records(shown, LIST_COLUMNS, args.output)
-    if len(jobs) > len(shown):
-        note(f"Showing the newest {len(shown)} of {len(jobs)} jobs (--limit to see more)")
+    if len(shown) == args.limit and looked_at < len(jobs):
+        if outcomes:
+            note(f"Showing the newest {len(shown)} {' or '.join(outcomes)} jobs (--limit to see more)")
+        else:
+            note(f"Showing the newest {len(shown)} of {len(jobs)} jobs (--limit to see more)")
+    elif not shown and outcomes:
+        window = f" since {iso_time(since)}" if since is not None else ""
+        note(f"No {' or '.join(outcomes)} jobs{window} among the {len(jobs)} listed")
 
 
 # -- jobs describe -------------------------------------------------------------------------------------

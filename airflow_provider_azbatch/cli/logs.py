@@ -235,11 +235,18 @@ def _logs(hook: Any, args: Namespace) -> None:
 
 
 def _show(hook: Any, request: Request, printer: Printer, tail: int | None) -> None:
+    """Show what the tasks wrote; nothing to read at all is an error saying why (exit code 1)."""
     max_bytes = config.get_int("max_read_bytes")
+    read = 0
+    waiting = 0
     for task in request.tasks:
         if request.states[task] == "active":
             if request.single:
-                note(f"Task '{task}' of Batch job {request.job_id} has not started yet (active): no output so far")
+                raise CliError(
+                    f"Task '{task}' of Batch job {request.job_id} has not started yet (active): no output so far "
+                    "(--follow to wait for it)"
+                )
+            waiting += 1
             continue
         for stream in printer.streams:
             source, gone = locate(hook, request.job_id, task, stream, request.location)
@@ -248,6 +255,21 @@ def _show(hook: Any, request: Request, printer: Printer, tail: int | None) -> No
                     _report_gone(request, task, stream)
                 continue
             printer.show(task, stream, source, tail, max_bytes)
+            read += 1
+    if not read:
+        raise CliError(_why_nothing(request, printer.streams, waiting))
+
+
+def _why_nothing(request: Request, streams: tuple[str, ...], waiting: int) -> str:
+    job = f"Batch job {request.job_id}"
+    if not request.tasks:
+        return f"{job} has no tasks: no output to show"
+    if waiting == len(request.tasks):
+        return f"No task of {job} has started yet ({waiting} active): no output so far (--follow to wait for it)"
+    files = " or ".join(streams)
+    if request.single:
+        return f"Task '{request.tasks[0]}' of {job} has no {files} file (yet): nothing to show"
+    return f"No task of {job} has {files} to read (see the lines above): nothing to show"
 
 
 def _report_gone(request: Request, task: str, stream: str) -> None:

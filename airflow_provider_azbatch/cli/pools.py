@@ -1,7 +1,8 @@
-"""``airflow azbatch pools list|describe``."""
+"""``airflow azbatch pools list|describe|delete``."""
 
 from __future__ import annotations
 
+import sys
 from argparse import Namespace
 from collections import Counter
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 from airflow.utils.cli import suppress_logs_and_warning
 from airflow.utils.providers_configuration_loader import providers_configuration_loaded
 
-from airflow_provider_azbatch.cli.command import CliError, run
+from airflow_provider_azbatch.cli.command import CliError, note, run
 from airflow_provider_azbatch.cli.output import (
     Column,
     cell,
@@ -67,8 +68,14 @@ def _errors_text(errors: list[dict[str, Any]] | None) -> str:
     return "; ".join(f"{error['code']}: {error['message']}" for error in errors or [])
 
 
+def _hourly_text(usd: float | None) -> str:
+    return f"${usd:.4f}" if usd is not None else ""
+
+
 LIST_COLUMNS = (
     Column("id", "pool"),
+    Column("idle", "idle"),
+    Column("hourly_usd", "$/hour", _hourly_text),
     Column("state", "state"),
     Column("allocation_state", "allocation"),
     Column("vm_size", "vm size"),
@@ -141,10 +148,80 @@ def pools_list(args: Namespace) -> None:
     run(args, _list)
 
 
+def idle(summary: dict[str, Any]) -> str:
+    """``yes`` when the pool has nodes and none runs a task (paid for nothing), ``no``, or ``no nodes``."""
+    nodes = summary["dedicated_nodes"]["current"] + summary["low_priority_nodes"]["current"]
+    if not nodes:
+        return "no nodes"
+    return "no" if summary["nodes_by_state"].get("running") else "yes"
+
+
+def hourly_usd(summary: dict[str, Any], catalog: Any) -> float | None:
+    """What the pool's nodes cost an hour now, at the catalog's list price (spot nodes too: an upper bound, as
+    the run's cost estimate counts them); None for a size the catalog does not list."""
+    size = catalog.find(summary["vm_size"] or "")
+    if size is None:
+        return None
+    nodes = summary["dedicated_nodes"]["current"] + summary["low_priority_nodes"]["current"]
+    return round(nodes * size.hourly_usd, 4)
+
+
 def _list(hook: Any, args: Namespace) -> None:
+    from airflow_provider_azbatch.compute import load_catalog
+
+    catalog = load_catalog()
     counts = hook.list_pool_node_counts()
-    pools = [pool_summary(pool, counts.get(pool.id)) for pool in hook.list_pools(select=LIST_SELECT)]
+    pools = []
+    for pool in hook.list_pools(select=LIST_SELECT):
+        summary = pool_summary(pool, counts.get(pool.id))
+        summary["idle"] = idle(summary)
+        summary["hourly_usd"] = hourly_usd(summary, catalog)
+        pools.append(summary)
     print_records(pools, LIST_COLUMNS, args.output)
+    paid_idle = [pool for pool in pools if pool["idle"] == "yes"]
+    if paid_idle and args.output not in ("json", "yaml"):
+        total = sum(pool["hourly_usd"] or 0 for pool in paid_idle)
+        note(
+            f"{len(paid_idle)} pool(s) have nodes but run no task (${total:.4f}/hour at list prices, "
+            f"{catalog.region}): `airflow azbatch pools delete POOL` removes one"
+        )
+
+
+# -- pools delete --------------------------------------------------------------------------------------
+@suppress_logs_and_warning
+@providers_configuration_loaded
+def pools_delete(args: Namespace) -> None:
+    """Delete a pool (asks first; --yes does not)."""
+    run(args, _delete)
+
+
+def _confirm(question: str) -> bool:
+    from airflow.utils.helpers import ask_yesno
+
+    try:
+        return ask_yesno(f"{question} [y/N]", default=False, output_fn=note)
+    except (EOFError, OSError):  # nothing to read an answer from
+        return False
+
+
+def _delete(hook: Any, args: Namespace) -> None:
+    pool = hook.get_pool(args.pool_id, select=LIST_SELECT)
+    if pool is None:
+        raise CliError(f"Pool '{args.pool_id}' does not exist in Batch account '{hook.account_name}'")
+    summary = pool_summary(pool, hook.list_pool_node_counts().get(pool.id))
+    nodes = summary["dedicated_nodes"]["current"] + summary["low_priority_nodes"]["current"]
+    running = summary["nodes_by_state"].get("running", 0)
+    what = f"Delete Batch pool {pool.id} ({pool.vm_size}, {nodes} node(s)"
+    what += f", {running} running tasks: they will be stopped)?" if running else ")?"
+    if not args.yes:
+        if not sys.stdin.isatty():
+            raise CliError(f"Not deleted: confirm with --yes to delete Batch pool {pool.id} (no terminal to ask on)")
+        if not _confirm(what):
+            raise CliError("Not confirmed: nothing was done (--yes to skip the question)")
+    if hook.delete_pool(pool.id, wait=True):
+        print(f"Batch pool {pool.id} deleted")
+    else:
+        print(f"Batch pool {pool.id} was already gone")
 
 
 # -- pools describe ------------------------------------------------------------------------------------

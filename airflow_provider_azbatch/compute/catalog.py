@@ -100,19 +100,24 @@ class VmCatalog:
     def get(self, name: str) -> VmSize:
         size = self.find(name)
         if size is None:
-            raise UnknownVmSizeError(self._unknown_message(name))
+            raise UnknownVmSizeError(self.unknown_size_message(name))
         return size
 
-    def _unknown_message(self, name: str) -> str:
+    def unknown_size_message(self, name: str) -> str:
+        """Why ``name`` is not a size of this catalog, with the listed names it is closest to."""
         message = f"VM size {name!r} is not in the VM catalog ({len(self._sizes)} sizes"
         message += f", prices for {self._region})" if self._region else ")"
+        close = self.close_names(name)
+        if close:
+            return f"{message}; did you mean {', '.join(close)}?"
+        return f"{message}; use a Batch size name such as 'standard_d4s_v5', or pass a catalog that lists it"
+
+    def close_names(self, name: str) -> list[str]:
+        """The listed sizes ``name`` is most likely a typo of (at most three)."""
         # Compare without the shared "standard_" prefix, which otherwise makes every name look close.
         by_suffix = {key.removeprefix("standard_"): key for key in self._by_name}
         wanted = name.strip().lower().removeprefix("standard_")
-        close = difflib.get_close_matches(wanted, list(by_suffix), n=3, cutoff=0.75)
-        if close:
-            return f"{message}; did you mean {', '.join(by_suffix[c] for c in close)}?"
-        return f"{message}; use a Batch size name such as 'standard_d4s_v5', or pass a catalog that lists it"
+        return [by_suffix[c] for c in difflib.get_close_matches(wanted, list(by_suffix), n=3, cutoff=0.75)]
 
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and self.find(name) is not None

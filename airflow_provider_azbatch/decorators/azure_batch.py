@@ -10,7 +10,7 @@
 The decorated operator is :class:`~airflow_provider_azbatch.operators.job.AzureBatchJobOperator` with one Batch
 task whose command runs the function (:mod:`.remote_runner` on the node): every parameter of the operator
 applies (pool, containers, workspace, environment, inputs/outputs, retries, deferrable, ``num_nodes``...).
-The function's source (taken as Airflow's own decorators take it, the decorator removed) and its arguments
+The function's source (its ``def`` and body, without decorators: :mod:`.source`) and its arguments
 (templated, XCom inputs resolved) travel as a call file staged in the connection's storage by content and
 downloaded by Batch with a read-only SAS; the node writes the return value to a result file that is read
 back like any ``result_file``. Only the function's own source travels: imports go inside it, and helpers
@@ -22,6 +22,7 @@ from __future__ import annotations
 import base64
 import inspect
 import json
+import re
 import shlex
 import sys
 import warnings
@@ -33,6 +34,7 @@ from airflow.sdk.bases.decorator import DecoratedOperator, TaskDecorator, task_d
 
 from airflow_provider_azbatch import config
 from airflow_provider_azbatch.compat import AirflowException
+from airflow_provider_azbatch.decorators.source import function_source, refuse_foreign_decorators
 from airflow_provider_azbatch.operators.job import AzureBatchJobOperator
 from airflow_provider_azbatch.results.task_results import read_results
 from airflow_provider_azbatch.runs import RunResult
@@ -50,6 +52,8 @@ CALL_FILE = f"{STAGING_DIR}/call.json"
 RESULT_FILE = "azbatch-result.json"
 # The one Batch task of a decorated function's job (the operator's id for a ``command``).
 TASK_ID = "main"
+# How the failure report introduces a task's stderr tail (results.failure_report._quoted).
+_STDERR_HEADING = re.compile(r"\. Last \d+ lines of its stderr:$")
 # What the decorator sets itself: giving it is an error that says why.
 OWNED = ("command", "tasks", "fan_out", "command_template", "parameters", "task_id_prefix", "result_file")
 
@@ -80,6 +84,7 @@ def _refuse_unrunnable(function: Callable[..., Any]) -> None:
         raise check.fail("@task.azure_batch", f"needs a function defined with def, got {type(function).__name__}")
     if "." in function.__qualname__.rsplit("<locals>.", 1)[-1]:
         raise check.fail("@task.azure_batch", f"cannot run {function.__qualname__}: a method is not a function")
+    refuse_foreign_decorators(function)
 
 
 def _json_arguments(name: str, op_args: Collection[Any], op_kwargs: Mapping[str, Any]) -> tuple[list[Any], dict]:
@@ -164,6 +169,10 @@ class _AzureBatchDecoratedOperator(DecoratedOperator, AzureBatchJobOperator):
     def files_for_tasks(self) -> Sequence[FileForTasks]:
         return self._files
 
+    def get_python_source(self) -> str:
+        """The function's ``def`` and body: its decorators stay here, whatever name they are imported under."""
+        return function_source(self.python_callable)
+
     def _call_files(self) -> tuple[FileForTasks, ...]:
         name = self.python_callable.__name__
         call: dict[str, Any] = {
@@ -192,7 +201,7 @@ class _AzureBatchDecoratedOperator(DecoratedOperator, AzureBatchJobOperator):
     # -- the return value ---------------------------------------------------------------------------------
     def outcome(self, result: RunResult) -> Any:
         if result.failure is not None:
-            raise AirflowException(self._remote_error(result) + result.failure)
+            self.fail_with(self._with_remote_error(result, result.failure))
         if result.skipped is not None:
             return super().outcome(result)
         return self._value(result.xcom["return_value"])
@@ -204,8 +213,10 @@ class _AzureBatchDecoratedOperator(DecoratedOperator, AzureBatchJobOperator):
             return __import__(self.serializer).loads(base64.b64decode(sent["pickle"]))
         raise AirflowException(f"The result of {self.python_callable.__name__}() is not what the node writes: {sent!r}")
 
-    def _remote_error(self, result: RunResult) -> str:
-        """``ValueError: bad input (at train.py line 12 in fit: raise ValueError(...))``, read from the node."""
+    def _with_remote_error(self, result: RunResult, report: str) -> str:
+        """The report headed by what the function raised, read from the node: ``ValueError: bad input (in
+        fit(), fit.py line 12: raise ValueError(...))``. The last line of the stderr tail says the same (Python's
+        traceback ends with it): it is dropped there, so that no line of the report repeats another."""
         step = read_results(
             result.job_id,
             {TASK_ID: RESULT_FILE},
@@ -215,16 +226,34 @@ class _AzureBatchDecoratedOperator(DecoratedOperator, AzureBatchJobOperator):
         try:
             written = run_sync(step, self.hook)[TASK_ID]
         except Exception:
-            return ""  # it did not get to write one (the node failed it first): the report says what happened
+            return report  # it did not get to write one (the node failed it first): the report says what happened
         error = written.get("error") if isinstance(written, dict) else None
         if not isinstance(error, dict):
-            return ""
-        text = f"{error.get('type')}: {error.get('message')}"
+            return report
+        raised = f"{error.get('type')}: {error.get('message')}"
+        header = raised
         frame = error.get("frame")
         if isinstance(frame, dict):
-            text += f" (in {frame.get('function')}(), {frame.get('file')} line {frame.get('line')}"
-            text += f": {frame['code']})" if frame.get("code") else ")"
-        return text + "\n"
+            # The file's name only: its directory is the task's working directory on a node.
+            where = str(frame.get("file") or "").rsplit("/", 1)[-1]
+            header += f" (in {frame.get('function')}(), {where} line {frame.get('line')}"
+            header += f": {frame['code']})" if frame.get("code") else ")"
+        return header + "\n" + _without_last_stderr_line(report, raised)
+
+
+def _without_last_stderr_line(report: str, line: str) -> str:
+    """The report without ``line`` where it ends the (first quoted) stderr tail, the count of lines adjusted."""
+    lines = report.split("\n")
+    heading = next((i for i, text in enumerate(lines) if _STDERR_HEADING.search(text)), None)
+    end = heading + 1 if heading is not None else 0
+    while end < len(lines) and lines[end].startswith("    "):
+        end += 1
+    if heading is None or lines[end - 1] != f"    {line}":
+        return report
+    del lines[end - 1]
+    count = end - 1 - (heading + 1)
+    lines[heading] = _STDERR_HEADING.sub(f". Last {count} lines of its stderr:" if count else ".", lines[heading])
+    return "\n".join(lines)
 
 
 def azure_batch_task(

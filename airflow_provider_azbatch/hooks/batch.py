@@ -31,10 +31,15 @@ from azure.core.exceptions import (
 )
 
 from airflow_provider_azbatch import config
-from airflow_provider_azbatch.compat import BaseHook
+from airflow_provider_azbatch.compat import AirflowNotFoundException, BaseHook
 from airflow_provider_azbatch.enums import enum_value
 from airflow_provider_azbatch.exceptions import BatchRequestRefusedError, QuotaReachedError, SubmissionStepError
-from airflow_provider_azbatch.hooks.connection import BatchConnectionSettings, ConnectionConfigError, load_settings
+from airflow_provider_azbatch.hooks.connection import (
+    BatchConnectionSettings,
+    ConnectionConfigError,
+    ConnectionNotDefinedError,
+    load_settings,
+)
 from airflow_provider_azbatch.hooks.credentials import build_credential, client_kwargs
 from airflow_provider_azbatch.hooks.errors import (
     QUOTA_CODES,
@@ -107,7 +112,11 @@ class AzureBatchHook(BaseHook):
     # -- connection and client ----------------------------------------------------------------------
     @cached_property
     def settings(self) -> BatchConnectionSettings:
-        return load_settings(self.get_connection(self.azbatch_conn_id))
+        try:
+            conn = self.get_connection(self.azbatch_conn_id)
+        except AirflowNotFoundException:
+            raise ConnectionNotDefinedError(self.azbatch_conn_id) from None
+        return load_settings(conn)
 
     def get_conn(self) -> BatchClient:
         return self.client
@@ -316,6 +325,16 @@ class AzureBatchHook(BaseHook):
             poller.result()
         return True
 
+    def delete_pool(self, pool_id: str, *, wait: bool = False) -> bool:
+        """Delete the pool (its nodes are released); False if there is no such pool."""
+        try:
+            poller = self.client.begin_delete_pool(pool_id, polling_interval=LRO_POLL_SECONDS)
+        except ResourceNotFoundError:
+            return False
+        if wait:
+            poller.result()
+        return True
+
     def delete_job(self, job_id: str, *, wait: bool = False) -> bool:
         try:
             poller = self.client.begin_delete_job(job_id, polling_interval=LRO_POLL_SECONDS)
@@ -465,7 +484,10 @@ class AzureBatchHook(BaseHook):
         from airflow.models.connection import Connection
 
         hook = cls(conn_id)
-        conn = Connection.get_connection_from_secrets(hook.azbatch_conn_id)
+        try:
+            conn = Connection.get_connection_from_secrets(hook.azbatch_conn_id)
+        except AirflowNotFoundException:
+            raise ConnectionNotDefinedError(hook.azbatch_conn_id) from None
         hook.__dict__["settings"] = load_settings(conn)
         return hook
 

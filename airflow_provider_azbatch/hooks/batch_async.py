@@ -26,10 +26,10 @@ from azure.core.exceptions import (
 from azure.core.rest import HttpRequest
 
 from airflow_provider_azbatch import config
-from airflow_provider_azbatch.compat import BaseHook, aget_connection, off_trigger_loop
+from airflow_provider_azbatch.compat import AirflowNotFoundException, BaseHook, aget_connection, off_trigger_loop
 from airflow_provider_azbatch.enums import enum_value
 from airflow_provider_azbatch.hooks.batch import JOB_ENDED_CODES
-from airflow_provider_azbatch.hooks.connection import BatchConnectionSettings, load_settings
+from airflow_provider_azbatch.hooks.connection import BatchConnectionSettings, ConnectionNotDefinedError, load_settings
 from airflow_provider_azbatch.hooks.credentials import BATCH_API_VERSION, build_credential, client_kwargs
 from airflow_provider_azbatch.hooks.errors import error_code
 from airflow_provider_azbatch.hooks.storage import BlobStorage, LogLocation
@@ -126,7 +126,11 @@ class AzureBatchAsyncHook(BaseHook):
         """The connection's settings, read without blocking the event loop."""
         if self._lease is not None:
             return self._lease.settings
-        return await off_trigger_loop(load_settings, await aget_connection(self.azbatch_conn_id))
+        try:
+            conn = await aget_connection(self.azbatch_conn_id)
+        except AirflowNotFoundException:
+            raise ConnectionNotDefinedError(self.azbatch_conn_id) from None
+        return await off_trigger_loop(load_settings, conn)
 
     @contextlib.asynccontextmanager
     async def connected(self) -> AsyncIterator[AzureBatchAsyncHook]:

@@ -9,6 +9,7 @@ from enum import Enum
 from typing import Any
 from urllib.parse import urlsplit
 
+from airflow_provider_azbatch.compat import AirflowNotFoundException
 from airflow_provider_azbatch.exceptions import AzureBatchValidationError
 from airflow_provider_azbatch.hooks.clouds import CLOUDS, AzureCloud
 
@@ -28,6 +29,46 @@ class ConnectionConfigError(AzureBatchValidationError):
         super().__init__(f"Connection '{conn_id}': {field_name}", problem)
         self.conn_id = conn_id
         self.field_name = field_name
+
+
+# What an ``azbatch`` connection's extras may hold (``extra__azbatch__<name>`` too).
+EXTRA_FIELDS = (
+    "account_url",
+    "auth_method",
+    "cloud",
+    "authority_host",
+    "token_scope",
+    "tenant_id",
+    "client_id",
+    "client_secret",
+    "client_certificate_path",
+    "client_certificate_password",
+    "federated_token_file",
+    "ca_bundle",
+    "subscription_id",
+    "resource_group",
+    "storage_account_url",
+    "storage_account_key",
+)
+
+
+def connection_not_defined(conn_id: str) -> str:
+    """How to create the connection ``conn_id`` that Airflow could not find."""
+    return (
+        f"Connection '{conn_id}' is not defined. Create it with `airflow connections add {conn_id} --conn-type "
+        "azbatch --conn-host https://<account>.<region>.batch.azure.com --conn-login <account> --conn-password "
+        "<key>` (or in the UI, Admin > Connections), or set the environment variable "
+        f"AIRFLOW_CONN_{conn_id.upper()} to the connection as JSON "
+        '(\'{"conn_type": "azbatch", "host": "https://...", "login": "<account>", "password": "<key>"}\')'
+    )
+
+
+class ConnectionNotDefinedError(AirflowNotFoundException):
+    """Airflow has no connection of this id; the message says how to create one."""
+
+    def __init__(self, conn_id: str) -> None:
+        super().__init__(connection_not_defined(conn_id))
+        self.conn_id = conn_id
 
 
 @dataclass(frozen=True)
@@ -82,6 +123,15 @@ class BatchConnectionSettings:
     def from_connection(cls, conn: Any) -> BatchConnectionSettings:
         conn_id = conn.conn_id
         extra = _extras(conn)
+        # A misspelt extra would otherwise be ignored, and its setting silently default.
+        unknown = sorted(str(key) for key in extra if key not in EXTRA_FIELDS and not key.startswith("extra__"))
+        if unknown:
+            from airflow_provider_azbatch.submission.validation import did_you_mean
+
+            named = ", ".join(f"{name}{did_you_mean(name, EXTRA_FIELDS)}" for name in unknown)
+            raise ConnectionConfigError(
+                conn_id, "extra", f"has unknown field(s) {named}; known: {', '.join(EXTRA_FIELDS)}"
+            )
 
         def get(name: str) -> str | None:
             value = extra.get(name)

@@ -8,11 +8,12 @@ and the run's results into a return value (XCom), an exception, or a deferral.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from airflow.sdk import BaseOperator
 
@@ -57,6 +58,38 @@ def _default_deferrable() -> bool:
     from airflow_provider_azbatch.compat import conf
 
     return conf.getboolean("operators", "default_deferrable", fallback=False)
+
+
+def _parameters(cls: type) -> list[str]:
+    """The keyword parameters of ``cls`` and its bases (Airflow's BaseOperator's among them)."""
+    names: dict[str, None] = {}
+    for klass in cls.__mro__:
+        init = klass.__dict__.get("__init__")
+        if init is None:
+            continue
+        try:
+            parameters = inspect.signature(init).parameters.values()
+        except (TypeError, ValueError):  # a builtin's
+            continue
+        for parameter in parameters:
+            if parameter.kind in (parameter.KEYWORD_ONLY, parameter.POSITIONAL_OR_KEYWORD) and parameter.name != "self":
+                names.setdefault(parameter.name)
+    return list(names)
+
+
+def _refuse_unknown_arguments(cls: type, kwargs: Mapping[str, Any]) -> None:
+    """A misspelt argument named with the one it is likely meant to be, instead of Airflow's bare "Invalid
+    arguments were passed" (names Airflow adds itself start with ``_``)."""
+    known = _parameters(cls)
+    unknown = [name for name in kwargs if name not in known and not name.startswith("_")]
+    if unknown:
+        what = getattr(cls, "custom_operator_name", None) or cls.__name__
+        name = unknown[0]
+        near = check.suggestion(name, known, cutoff=0.7)
+        # The decorator's class is private: its parameters are the operator's.
+        documented = cls.__name__ if not cls.__name__.startswith("_") else "AzureBatchJobOperator"
+        hint = f": did you mean {near!r}?" if near is not None else f" (see help({documented}) for its parameters)"
+        raise check.fail(name, f"is not a parameter of {what}{hint}")
 
 
 class AzureBatchJobOperator(BaseOperator):
@@ -236,6 +269,7 @@ class AzureBatchJobOperator(BaseOperator):
         output_identity: str | None = None,
         **kwargs: Any,
     ) -> None:
+        _refuse_unknown_arguments(type(self), kwargs)
         super().__init__(**kwargs)
         # Everything not templated is checked here, so a mistake fails the DAG file, not a run.
         if (pool_id is None) == (batch_pool is None):
@@ -488,10 +522,17 @@ class AzureBatchJobOperator(BaseOperator):
     def outcome(self, result: RunResult) -> Any:
         """The run's result as Airflow's: the XCom value, or the exception that fails the task."""
         if result.failure is not None:
-            raise AirflowException(result.failure)
+            self.fail_with(result.failure)
         if result.skipped is not None:
             raise AirflowSkipException(result.skipped)
         return result.xcom
+
+    def fail_with(self, report: str) -> NoReturn:
+        """Fail the task with the failure report: logged as the last line before Airflow's traceback (which
+        readers meet first, above 25 lines of Airflow's own frames), and the exception's message (what
+        callbacks, e-mails and the UI's failure summary show)."""
+        self.log.error("%s", report)
+        raise AirflowException(report)
 
     def on_kill(self) -> None:
         self.run.on_kill()

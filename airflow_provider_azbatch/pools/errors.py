@@ -4,4 +4,4 @@ from __future__ import annotations
 
 
 class PoolStrategyError(ValueError):
-    pass
+    """A pool setting cannot work (checked when the DAG is parsed, or when the pool is prepared)."""

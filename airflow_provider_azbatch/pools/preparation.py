@@ -109,11 +109,14 @@ def _check_created(hook: Any, strategy: BatchPool, registry: RegistryCredentials
 
 
 def _warn_about_size_and_image(strategy: BatchPool, body: dict[str, Any], log: Any) -> None:
-    if strategy.vm_size is not None and load_catalog().find(strategy.vm_size) is None:
+    catalog = load_catalog()
+    if strategy.vm_size is not None and catalog.find(strategy.vm_size) is None:
+        close = catalog.close_names(strategy.vm_size)
         log.warning(
-            "VM size %s is not in the provider's catalog: whether it fits %s is not checked, its task slots default "
-            "to 1 and no cost is estimated for it",
+            "VM size %s is not in the provider's catalog%s: whether it fits %s is not checked, its task slots "
+            "default to 1 and no cost is estimated for it",
             strategy.vm_size,
+            f" (did you mean {', '.join(close)}?)" if close else "",
             strategy.requirements.describe() if strategy.requirements else "the tasks",
         )
     warning = end_of_support(body["virtualMachineConfiguration"]["nodeAgentSKUId"])

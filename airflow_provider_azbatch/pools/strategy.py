@@ -14,6 +14,7 @@ scheduling policy (``fill=``, ``job_order=``), ``metadata=`` and, for anything e
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -25,6 +26,7 @@ from airflow_provider_azbatch.compute import (
     load_catalog,
     named_vm_size,
     pool_spec_from_requirements,
+    select_vm_size,
 )
 from airflow_provider_azbatch.exceptions import AzureBatchValidationError
 from airflow_provider_azbatch.pools.comparison import SPEC_METADATA_KEY, with_spec_hash
@@ -37,6 +39,8 @@ from airflow_provider_azbatch.pools.start_task import StartTask
 from airflow_provider_azbatch.pools.users import PoolUser
 from airflow_provider_azbatch.submission.identity import RunAs
 from airflow_provider_azbatch.submission.overrides import OverrideSchema, deep_merge, find_keys
+from airflow_provider_azbatch.submission.validation import did_you_mean
+from airflow_provider_azbatch.submission.validation import image as check_image
 
 __all__ = ["WINDOWS_REFUSED", "BatchPool", "PoolSecrets", "PoolStrategyError"]
 
@@ -60,6 +64,14 @@ def _requirements(value: ResourceRequirements | Mapping[str, Any] | None) -> Res
     if not isinstance(value, Mapping):
         raise PoolStrategyError(f"requirements must be ResourceRequirements or a mapping, got {type(value).__name__}")
     data = dict(value)
+    known = [*(f.name for f in dataclasses.fields(ResourceRequirements)), "memory"]
+    unknown = sorted(str(key) for key in data if key not in known)
+    if unknown:
+        named = ", ".join(f"{name!r}{did_you_mean(name, known)}" for name in unknown)
+        raise PoolStrategyError(
+            f"requirements has unknown key(s) {named}; known: cpus, memory (e.g. '8Gi') or memory_gib, gpus, "
+            "gpu_kind, low_priority, os_image, containers"
+        )
     memory = data.pop("memory", None)
     try:
         if memory is not None:
@@ -67,6 +79,21 @@ def _requirements(value: ResourceRequirements | Mapping[str, Any] | None) -> Res
         return ResourceRequirements(**data)
     except TypeError as exc:
         raise PoolStrategyError(f"requirements: {exc}") from None
+
+
+def _warn_of_uncatalogued_size(vm_size: str) -> None:
+    """A size the catalog does not list may be newer than the catalog, so it is not refused; a near miss of a
+    listed one is most likely a typo, which Azure refuses only when the pool is created: a warning says so."""
+    catalog = load_catalog()
+    if not catalog.close_names(vm_size):
+        return  # nothing it looks like a typo of (the run logs that the size is not in the catalog)
+    message = catalog.unknown_size_message(vm_size)
+    warnings.warn(
+        f"{message} Azure refuses a size it does not offer when the pool is created; a size newer than the catalog "
+        "is used as it is (not checked against the requirements, no cost estimate).",
+        UserWarning,
+        stacklevel=5,
+    )
 
 
 @dataclass(frozen=True)
@@ -205,6 +232,11 @@ class BatchPool:
         if self.kind == "existing":
             return
         object.__setattr__(self, "start_task", StartTask.parse(self.start_task))
+        for index, reference in enumerate(self.container_images):
+            try:
+                check_image(reference, f"container_images[{index}]")
+            except AzureBatchValidationError as exc:
+                raise PoolStrategyError(str(exc)) from None
         object.__setattr__(self, "mounts", check_mounts(self.mounts))
         object.__setattr__(self, "users", tuple(self.users))
         object.__setattr__(self, "data_disks", tuple(self.data_disks))
@@ -214,11 +246,16 @@ class BatchPool:
             )
         if self.requirements is None:
             object.__setattr__(self, "requirements", ResourceRequirements())
-        if self.vm_size is not None:
-            try:
-                named_vm_size(self.vm_size, self.requirements)  # type: ignore[arg-type]
-            except ComputeSpecError as exc:
-                raise PoolStrategyError(str(exc)) from None
+        try:
+            if self.vm_size is not None:
+                _, catalogued = named_vm_size(self.vm_size, self.requirements)  # type: ignore[arg-type]
+                if not catalogued:
+                    _warn_of_uncatalogued_size(self.vm_size)
+            else:
+                # What the run would find: no size fits these requirements (the message names the closest).
+                select_vm_size(self.requirements)  # type: ignore[arg-type]
+        except ComputeSpecError as exc:
+            raise PoolStrategyError(str(exc)) from None
         if self.image is not None:
             if not isinstance(self.image, PoolImage):
                 raise PoolStrategyError(

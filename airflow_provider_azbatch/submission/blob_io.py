@@ -28,9 +28,9 @@ _OUTPUT_FIELDS = ("pattern", "container", "path", "upload")
 def _known_fields(value: Any, where: str, known: tuple[str, ...], shape: str) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
         raise check.fail(where, f"must be a mapping with {shape}, got {type(value).__name__} {value!r}")
-    unknown = sorted(str(key) for key in value if key not in known)
-    if unknown:
-        raise check.fail(where, f"has unknown field(s) {', '.join(unknown)}; known: {', '.join(known)}")
+    unknown = check.unknown_fields(where, value, known)
+    if unknown is not None:
+        raise unknown
     return value
 
 

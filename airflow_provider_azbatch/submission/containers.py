@@ -22,7 +22,7 @@ WORKING_DIRECTORIES = {
 
 
 class RegistryConfigError(ValueError):
-    pass
+    """The connection of a container registry (``registry_conn_id``) lacks what a pull needs."""
 
 
 @dataclass(frozen=True)

@@ -66,9 +66,9 @@ class ExitOptions:
             raise check.fail(
                 field, f"must be a mapping with job_action and/or dependency_action, got {type(value).__name__}"
             )
-        unknown = sorted(str(key) for key in value if key not in known)
-        if unknown:
-            raise check.fail(field, f"has unknown field(s) {', '.join(unknown)}; known: {', '.join(known)}")
+        unknown = check.unknown_fields(field, value, tuple(known))
+        if unknown is not None:
+            raise unknown
         job = value.get("job_action")
         dependency = value.get("dependency_action")
         if job is not None and job not in JOB_ACTIONS:
@@ -104,9 +104,9 @@ class ExitConditions:
             return value
         if not isinstance(value, Mapping):
             raise check.fail(field, f"must be a mapping ({', '.join(CONDITION_FIELDS)}), got {type(value).__name__}")
-        unknown = sorted(str(key) for key in value if key not in CONDITION_FIELDS)
-        if unknown:
-            raise check.fail(field, f"has unknown field(s) {', '.join(unknown)}; known: {', '.join(CONDITION_FIELDS)}")
+        unknown = check.unknown_fields(field, value, CONDITION_FIELDS)
+        if unknown is not None:
+            raise unknown
         codes_value = value.get("exit_codes") or {}
         if not isinstance(codes_value, Mapping):
             raise check.fail(

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_provider_azbatch.exceptions import AzureBatchValidationError
+from airflow_provider_azbatch.submission.validation import unknown_fields
 
 ELEVATIONS = ("nonadmin", "admin")
 SCOPES = ("pool", "task")
@@ -65,11 +66,9 @@ class RunAs:
                 f"must be 'admin', 'nonadmin', RunAs(elevation, scope) or RunAs(user=<pool user>), got {value!r}",
             )
         if isinstance(value, Mapping):
-            unknown = sorted(str(key) for key in value if key not in ("elevation", "scope", "user"))
-            if unknown:
-                raise AzureBatchValidationError(
-                    where, f"has unknown field(s) {', '.join(unknown)}; known: elevation, scope, user"
-                )
+            unknown = unknown_fields(where, value, ("elevation", "scope", "user"))
+            if unknown is not None:
+                raise unknown
             try:
                 return cls(**dict(value))
             except AzureBatchValidationError as exc:

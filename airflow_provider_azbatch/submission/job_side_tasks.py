@@ -83,9 +83,9 @@ class JobSideTask:
         known = cls._fields(kind)
         if not isinstance(value, Mapping):
             raise check.fail(where, f"must be a command or a mapping ({', '.join(known)}), got {type(value).__name__}")
-        unknown = sorted(str(key) for key in value if key not in known)
-        if unknown:
-            raise check.fail(where, f"has unknown field(s) {', '.join(unknown)}; known: {', '.join(known)}")
+        unknown = check.unknown_fields(where, value, tuple(known))
+        if unknown is not None:
+            raise unknown
         wall_clock = check.duration(value.get("max_wall_clock"), f"{where}.max_wall_clock")
         if kind == RELEASE and wall_clock is not None and wall_clock > MAX_RELEASE_WALL_CLOCK:
             raise check.fail(
@@ -94,9 +94,7 @@ class JobSideTask:
         wait = value.get("wait_for_success", True)
         if not isinstance(wait, bool):
             raise check.fail(f"{where}.wait_for_success", f"must be True or False, got {wait!r}")
-        image = check.text(value.get("image"), f"{where}.image")
-        if image is not None and any(c.isspace() for c in image):
-            raise check.fail(f"{where}.image", f"{image!r} is not a container image name (it has whitespace)")
+        image = check.image(value.get("image"), f"{where}.image")
         return cls(
             kind=kind,
             command=check.command_line(value.get("command"), f"{where}.command"),

@@ -37,7 +37,7 @@ class ContainerOptions:
     def check(self, flat_names: Mapping[str, str] | None = None) -> None:
         """``flat_names``: given as the operator's flat parameters (field -> parameter name where they differ)."""
         name = _namer("containers", flat_names)
-        check.text(self.image, name("image"))
+        check.image(self.image, name("image"))
         check.text(self.registry_conn_id, name("registry_conn_id"))
         check.text(self.run_options, name("run_options"))
         if self.working_directory not in WORKING_DIRECTORIES:

@@ -82,13 +82,11 @@ class TaskSpec:
             raise check.fail(
                 where, f"must be a mapping with at least id and command_line, got {type(value).__name__} {value!r}"
             )
-        unknown = sorted(str(key) for key in value if key not in TASK_FIELDS)
-        if unknown:
-            raise check.fail(where, f"has unknown field(s) {', '.join(unknown)}; known: {', '.join(TASK_FIELDS)}")
+        unknown = check.unknown_fields(where, value, TASK_FIELDS)
+        if unknown is not None:
+            raise unknown
         task_id = check.batch_id(value.get("id"), f"{where}.id", "Batch task id")
-        image = check.text(value.get("image"), f"{where}.image")
-        if image is not None and any(c.isspace() for c in image):
-            raise check.fail(f"{where}.image", f"{image!r} is not a container image name (it has whitespace)")
+        image = check.image(value.get("image"), f"{where}.image")
         num_nodes = value.get("num_nodes")
         num_nodes = 1 if num_nodes is None else check.integer(num_nodes, f"{where}.num_nodes", minimum=1)
         coordination = value.get("coordination_command")

@@ -8,9 +8,10 @@ the same treatment as value errors. Limits are the Batch service's documented on
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -40,8 +41,55 @@ def fail(field: str, problem: str) -> AzureBatchValidationError:
     return AzureBatchValidationError(field, problem)
 
 
+def suggestion(name: Any, known: Iterable[str], *, cutoff: float = 0.6) -> str | None:
+    """The known name ``name`` is most likely a typo of (case-insensitive), or None."""
+    if not isinstance(name, str):
+        return None
+    by_lower = {item.lower(): item for item in known}
+    if name.lower() in by_lower:
+        return by_lower[name.lower()]
+    near = difflib.get_close_matches(name.lower(), list(by_lower), n=1, cutoff=cutoff)
+    return by_lower[near[0]] if near else None
+
+
+def did_you_mean(name: Any, known: Iterable[str], *, cutoff: float = 0.6) -> str:
+    """`` (did you mean 'command'?)`` when ``name`` is close to a known name, else ``""``."""
+    near = suggestion(name, known, cutoff=cutoff)
+    return f" (did you mean {near!r}?)" if near is not None and near != name else ""
+
+
+def unknown_fields(field: str, given: Iterable[Any], known: Sequence[str]) -> AzureBatchValidationError | None:
+    """The error for the keys of ``given`` that are not in ``known`` (each with its likely intended name)."""
+    unknown = sorted(str(key) for key in given if key not in known)
+    if not unknown:
+        return None
+    named = ", ".join(f"{name}{did_you_mean(name, known)}" for name in unknown)
+    return fail(field, f"has unknown field(s) {named}; known: {', '.join(known)}")
+
+
 def _type_name(value: Any) -> str:
     return type(value).__name__
+
+
+def image(value: Any, field: str) -> str | None:
+    """A container image reference (see :mod:`.image_references`); one holding a template waits for the run."""
+    from airflow_provider_azbatch.submission.image_references import likely_tag_typo, reference_problem
+
+    reference = text(value, field)
+    if reference is None or "{{" in reference or "{%" in reference:
+        return reference
+    problem = reference_problem(reference)
+    if problem is not None:
+        raise fail(field, f"{reference!r} is not a valid image reference: it {problem}")
+    typo = likely_tag_typo(reference)
+    if typo is not None:
+        name = reference.rsplit(":", 1)[0]
+        raise fail(
+            field,
+            f"{reference!r} names the tag {reference.rsplit(':', 1)[1]!r}: did you mean {name}:{typo}? (a tag the "
+            "registry does not hold fails the task when the node pulls the image)",
+        )
+    return reference
 
 
 def batch_id(value: Any, field: str, what: str = "Batch id") -> str:
@@ -223,7 +271,8 @@ def dependency_graph(depends_on: Mapping[str, Sequence[str]], fields: Mapping[st
             if need.lower() == task.lower():
                 raise fail(where, f"names the task itself ({task!r}): a task cannot wait for itself")
             if need.lower() not in by_key:
-                raise fail(where, f"names {need!r}, which is not a task of this job")
+                hint = did_you_mean(need, [t for t in depends_on if t.lower() != task.lower()], cutoff=0.5)
+                raise fail(where, f"names {need!r}, which is not a task of this job{hint}")
         if sum(len(need) for need in needs) > MAX_DEPENDENCY_CHARS:
             raise fail(where, f"names tasks whose ids total more than {MAX_DEPENDENCY_CHARS} characters")
     # Depth-first search for a cycle; reported as the path around it.

@@ -21,7 +21,8 @@ CODE_FAILURE = "FailureExitCode: The task exited with an exit code representing 
 # -- jobs list -------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def listed_jobs(batch_client, shared_pool):
-    """Three finished jobs, made one after the other: two carry the operator's task instance metadata."""
+    """Three finished jobs, made one after the other: two carry the operator's task instance metadata; the task of
+    the second fails (Batch completes the job as it does the others: AllTasksComplete)."""
     create_job(
         batch_client,
         "cli-list-a",
@@ -33,7 +34,7 @@ def listed_jobs(batch_client, shared_pool):
         batch_client,
         "cli-list-b",
         shared_pool,
-        [task("one", "true")],
+        [task("one", "exit 3")],
         metadata={
             "airflow_dag_id": "cli_dag_b",
             "airflow_task_id": "t2",
@@ -50,12 +51,56 @@ def test_jobs_list_table_newest_first(cli, azbatch_default, listed_jobs):
 
     assert result.code == 0, result.err
     header, rows = table(result.lines)
-    assert header == ["job", "state", "created", "pool", "dag", "task", "run", "terminate reason"]
+    assert header == [
+        "job",
+        "outcome",
+        "tasks",
+        "state",
+        "created",
+        "pool",
+        "dag",
+        "task",
+        "run",
+        "terminate reason",
+    ]
     created = {job_id: utc(job.creation_time) for job_id, job in listed_jobs.items()}
     assert rows == [
-        ["cli-list-c", "completed", created["cli-list-c"], "shared", "", "", "", "AllTasksComplete"],
-        ["cli-list-b", "completed", created["cli-list-b"], "shared", "cli_dag_b", "t2", "r2", "AllTasksComplete"],
-        ["cli-list-a", "completed", created["cli-list-a"], "shared", "cli_dag_a", "t1", "r1", "AllTasksComplete"],
+        [
+            "cli-list-c",
+            "succeeded",
+            "1 succeeded",
+            "completed",
+            created["cli-list-c"],
+            "shared",
+            "",
+            "",
+            "",
+            "AllTasksComplete",
+        ],
+        [
+            "cli-list-b",
+            "failed",
+            "1 failed",
+            "completed",
+            created["cli-list-b"],
+            "shared",
+            "cli_dag_b",
+            "t2",
+            "r2",
+            "AllTasksComplete",
+        ],
+        [
+            "cli-list-a",
+            "succeeded",
+            "1 succeeded",
+            "completed",
+            created["cli-list-a"],
+            "shared",
+            "cli_dag_a",
+            "t1",
+            "r1",
+            "AllTasksComplete",
+        ],
     ]
     assert result.err == ""
 
@@ -75,6 +120,8 @@ def test_jobs_list_json_filters_on_the_task_instance_metadata(cli, azbatch_defau
             "run_id": "r2",
             "map_index": 3,
             "terminate_reason": "AllTasksComplete",
+            "outcome": "failed",
+            "tasks": {"active": 0, "running": 0, "completed": 1, "succeeded": 0, "failed": 1},
         }
     ]
     assert json.loads(cli("jobs", "list", "--dag-id", "cli_dag_a", "--task-id", "t2", "-o", "json").out) == []
@@ -93,10 +140,68 @@ def test_jobs_list_time_window_and_limit(cli, azbatch_default, listed_jobs):
     assert [job["id"] for job in json.loads(newer.out)] == ["cli-list-c", "cli-list-b"]
     assert [job["id"] for job in json.loads(older.out)] == ["cli-list-b", "cli-list-a"]
     assert limited.code == 0
-    assert limited.lines[0].split() == ["job", "state", "created", "pool", "dag", "task", "run", "terminate", "reason"]
+    assert limited.lines[0].split() == [
+        "job",
+        "outcome",
+        "tasks",
+        "state",
+        "created",
+        "pool",
+        "dag",
+        "task",
+        "run",
+        "terminate",
+        "reason",
+    ]
     assert [line.split()[0] for line in limited.lines[1:]] == ["cli-list-c"]
     assert limited.error == "Showing the newest 1 of 3 jobs (--limit to see more)"
     assert (future.code, future.lines) == (0, ["No data found"])
+
+
+def test_jobs_list_answers_which_jobs_failed_since_yesterday(cli, azbatch_default, listed_jobs):
+    failed = cli("jobs", "list", "--prefix", "cli-list-", "--state", "failed", "--since", "1d", "-o", "json")
+    succeeded = cli("jobs", "list", "--prefix", "cli-list-", "--outcome", "succeeded", "-o", "json")
+    either = cli("jobs", "list", "--prefix", "cli-list-", "--outcome", "failed", "--outcome", "succeeded", "-o", "json")
+    none = cli("jobs", "list", "--prefix", "cli-list-", "--state", "blocked", "--since", "1d")
+
+    assert failed.code == 0, failed.err
+    assert [(job["id"], job["outcome"]) for job in json.loads(failed.out)] == [("cli-list-b", "failed")]
+    assert [job["id"] for job in json.loads(succeeded.out)] == ["cli-list-c", "cli-list-a"]
+    assert [job["id"] for job in json.loads(either.out)] == ["cli-list-c", "cli-list-b", "cli-list-a"]
+    assert (none.code, none.lines) == (0, ["No data found"])
+    assert none.error.startswith("No blocked jobs since ")
+    assert none.error.endswith(" among the 3 listed")
+
+
+def test_jobs_list_shows_running_waiting_and_blocked_jobs(
+    cli, azbatch_default, batch_client, shared_pool, jobs_to_clean
+):
+    create_job(batch_client, "cli-outcome-running", shared_pool, [task("long", "sleep 60")], end_with_tasks=False)
+    jobs_to_clean.append("cli-outcome-running")
+    batch_client.create_job(
+        m.BatchJobCreateOptions(
+            id="cli-outcome-blocked", pool_info=m.BatchPoolInfo(pool_id=shared_pool), uses_task_dependencies=True
+        )
+    )
+    jobs_to_clean.append("cli-outcome-blocked")
+    batch_client.create_tasks(
+        "cli-outcome-blocked",
+        [task("first", "exit 1"), task("then", "true", depends_on=m.BatchTaskDependencies(task_ids=["first"]))],
+    )
+    batch_client.create_job(
+        m.BatchJobCreateOptions(id="cli-outcome-nowhere", pool_info=m.BatchPoolInfo(pool_id="cli-no-such-pool"))
+    )
+    jobs_to_clean.append("cli-outcome-nowhere")
+    batch_client.create_tasks("cli-outcome-nowhere", [task("one", "true")])
+
+    def outcomes():
+        listed = json.loads(cli("jobs", "list", "--prefix", "cli-outcome-", "-o", "json").out)
+        return {job["id"]: job["outcome"] for job in listed}
+
+    wanted = {"cli-outcome-running": "running", "cli-outcome-blocked": "blocked", "cli-outcome-nowhere": "waiting"}
+    wait_until(lambda: outcomes() == wanted, timeout=60, what=f"outcomes {wanted}")
+    running = cli("jobs", "list", "--prefix", "cli-outcome-", "--state", "running", "--state", "blocked", "-o", "json")
+    assert [job["id"] for job in json.loads(running.out)] == ["cli-outcome-blocked", "cli-outcome-running"]
 
 
 def test_jobs_list_bad_arguments(cli, azbatch_default):

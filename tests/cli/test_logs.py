@@ -158,8 +158,26 @@ def test_max_tasks_and_a_task_not_started(cli, azbatch_default, batch_client, lo
 
     assert first_two.lines == ["[greet] hello", "[greet] world", "[greet:stderr] oops", "[partial] no end"]
     assert first_two.error == "Showing the first 2 tasks of Batch job cli-logs by id (--max-tasks to see more)"
-    assert (waiting.code, waiting.out) == (0, "")
-    assert waiting.error == "Task 'later' of Batch job cli-logs-waiting has not started yet (active): no output so far"
+    every = cli("logs", "cli-logs-waiting")
+    assert (waiting.code, waiting.out) == (1, "")
+    assert waiting.error == (
+        "Task 'later' of Batch job cli-logs-waiting has not started yet (active): no output so far (--follow to wait "
+        "for it)"
+    )
+    assert (every.code, every.out) == (1, "")
+    assert every.error == (
+        "No task of Batch job cli-logs-waiting has started yet (1 active): no output so far (--follow to wait for it)"
+    )
+
+
+def test_logs_of_a_job_without_tasks_exits_non_zero(cli, azbatch_default, batch_client, shared_pool, jobs_to_clean):
+    create_job(batch_client, "cli-logs-empty", shared_pool, [], end_with_tasks=False)
+    jobs_to_clean.append("cli-logs-empty")
+
+    result = cli("logs", "cli-logs-empty")
+
+    assert (result.code, result.out) == (1, "")
+    assert result.error == "Batch job cli-logs-empty has no tasks: no output to show"
 
 
 # -- --follow --------------------------------------------------------------------------------------------

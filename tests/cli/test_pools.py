@@ -1,7 +1,8 @@
-"""``airflow azbatch pools list|describe`` against the local Batch service."""
+"""``airflow azbatch pools list|describe|delete`` against the local Batch service."""
 
 from __future__ import annotations
 
+import io
 import json
 from datetime import timedelta
 
@@ -9,6 +10,7 @@ import pytest
 import yaml
 from azure.batch import models as m
 
+from airflow_provider_azbatch.compute import load_catalog
 from local_azure_batch.testing import run_local_batch_service
 from tests.airflow_helpers import azbatch_connection_json
 from tests.cli.batch_jobs import create_job, iso, table, task, utc
@@ -53,6 +55,8 @@ def test_pools_list_table_and_json(cli, azbatch_default, busy_pool, autoscale_po
     header, rows = table(text.lines)
     assert header == [
         "pool",
+        "idle",
+        "$/hour",
         "state",
         "allocation",
         "vm size",
@@ -63,8 +67,33 @@ def test_pools_list_table_and_json(cli, azbatch_default, busy_pool, autoscale_po
         "resize errors",
     ]
     by_id = {row[0]: row for row in rows}
-    assert by_id["cli-pool"] == ["cli-pool", "active", "steady", "standard_d2s_v3", "1/1", "0/0", "no", "1 running", ""]
-    assert by_id["cli-auto"] == ["cli-auto", "active", "steady", "standard_d2s_v3", "0/0", "0/0", "yes", "", ""]
+    price = load_catalog().get("standard_d2s_v3").hourly_usd
+    assert by_id["cli-pool"] == [
+        "cli-pool",
+        "no",
+        f"${price:.4f}",
+        "active",
+        "steady",
+        "standard_d2s_v3",
+        "1/1",
+        "0/0",
+        "no",
+        "1 running",
+        "",
+    ]
+    assert by_id["cli-auto"] == [
+        "cli-auto",
+        "no nodes",
+        "$0.0000",
+        "active",
+        "steady",
+        "standard_d2s_v3",
+        "0/0",
+        "0/0",
+        "yes",
+        "",
+        "",
+    ]
     pools = {pool["id"]: pool for pool in json.loads(data.out)}
     assert pools["cli-pool"] == {
         "id": "cli-pool",
@@ -77,7 +106,53 @@ def test_pools_list_table_and_json(cli, azbatch_default, busy_pool, autoscale_po
         "auto_scale": False,
         "nodes_by_state": {"running": 1},
         "resize_errors": [],
+        "idle": "no",
+        "hourly_usd": price,
     }
+
+
+def test_an_idle_pool_is_shown_with_its_cost_and_deleted(cli, azbatch_default, batch_client, monkeypatch):
+    batch_client.create_pool(pool_options("cli-idle", nodes=2))
+    wait_until(
+        lambda: [node.state for node in batch_client.list_nodes("cli-idle")] == [m.BatchNodeState.IDLE] * 2,
+        what="two idle nodes",
+    )
+    price = load_catalog().get("standard_d2s_v3").hourly_usd
+
+    listed = cli("pools", "list")
+    _, rows = table(listed.lines)
+    idle = {row[0]: row for row in rows}["cli-idle"]
+    monkeypatch.setattr("sys.stdin", io.StringIO("y\n"))  # not a terminal: nothing is asked
+    without_yes = cli("pools", "delete", "cli-idle")
+
+    assert idle[:3] == ["cli-idle", "yes", f"${2 * price:.4f}"]
+    assert "have nodes but run no task" in listed.error
+    assert "`airflow azbatch pools delete POOL` removes one" in listed.error
+    assert (without_yes.code, without_yes.out) == (1, "")
+    assert without_yes.error == "Not deleted: confirm with --yes to delete Batch pool cli-idle (no terminal to ask on)"
+    assert batch_client.get_pool("cli-idle").id == "cli-idle"
+
+    monkeypatch.setattr("sys.stdin", _Terminal("n\n"))
+    declined = cli("pools", "delete", "cli-idle")
+    monkeypatch.setattr("sys.stdin", _Terminal("y\n"))
+    confirmed = cli("pools", "delete", "cli-idle")
+    again = cli("pools", "delete", "cli-idle", "--yes")
+
+    assert declined.code == 1
+    assert declined.error.split("\n") == [
+        "Delete Batch pool cli-idle (standard_d2s_v3, 2 node(s))? [y/N]",
+        "Not confirmed: nothing was done (--yes to skip the question)",
+    ]
+    assert (confirmed.code, confirmed.out) == (0, "Batch pool cli-idle deleted\n")
+    assert [pool.id for pool in batch_client.list_pools() if pool.id == "cli-idle"] == []
+    assert (again.code, again.error) == (1, "Pool 'cli-idle' does not exist in Batch account 'devbatchaccount1'")
+
+
+class _Terminal(io.StringIO):
+    """Standard input as a terminal gives it: answers to read, and isatty."""
+
+    def isatty(self) -> bool:
+        return True
 
 
 def test_pools_describe_nodes_and_running_tasks(cli, azbatch_default, batch_client, busy_pool):

@@ -60,6 +60,34 @@ AT_DEFINITION = [
     ({"fan_out": FanOut("x {value}", [1]), "command_template": "y"}, "command_template", "is also set in fan_out"),
     ({"parameters": [1, 2]}, "parameters", "only go with command_template"),
     ({"deferrable": "yes"}, "deferrable", "must be True or False, got 'yes'"),
+    # A new user's typos: each named, with what was meant.
+    (
+        {"max_wall_clok": 60},
+        "max_wall_clok",
+        "is not a parameter of AzureBatchJobOperator: did you mean 'max_wall_clock'?",
+    ),
+    ({"retires": 2}, "retires", "is not a parameter of AzureBatchJobOperator: did you mean 'retries'?"),
+    ({"zzz_unheard_of": 1}, "zzz_unheard_of", "is not a parameter of AzureBatchJobOperator (see help("),
+    (
+        {"tasks": [_task(comand_line="x")]},
+        "tasks[0]",
+        "has unknown field(s) comand_line (did you mean 'command_line'?)",
+    ),
+    (
+        {"tasks": [_task(id="aaa"), _task(id="bbb", depends_on=["aa"])]},
+        "tasks[1].depends_on",
+        "names 'aa', which is not a task of this job (did you mean 'aaa'?)",
+    ),
+    (
+        {"image": "MyRegistry.azurecr.io/Train Image:1"},
+        "image",
+        "'MyRegistry.azurecr.io/Train Image:1' is not a valid image reference: it has whitespace",
+    ),
+    (
+        {"tasks": [_task(image="ubuntu:latset")]},
+        "tasks[0].image",
+        "'ubuntu:latset' names the tag 'latset': did you mean ubuntu:latest?",
+    ),
     ({"azbatch_conn_id": ""}, "azbatch_conn_id", "is empty"),
     # Templated fields without a template are checked at once too: NaN would not even survive Airflow's
     # rendering (JSON), so it must be caught here.
@@ -106,7 +134,11 @@ AT_DEFINITION = [
     ({"skip_on_exit_code": "42"}, "skip_on_exit_code", "must be a whole number (an exit code), got str '42'"),
     ({"skip_on_exit_code": [0, 1]}, "skip_on_exit_code", "cannot hold 0: a task that exits with 0 succeeded"),
     ({"fail_fast": "yes"}, "fail_fast", "must be True or False, got 'yes'"),
-    ({"job_preparation": {"cmd": "fetch"}}, "job_preparation", "has unknown field(s) cmd; known: command"),
+    (
+        {"job_preparation": {"cmd": "fetch"}},
+        "job_preparation",
+        "has unknown field(s) cmd (did you mean 'command'?); known: command",
+    ),
     (
         {"job_preparation": {"command": "fetch", "wait_for_success": "no"}},
         "job_preparation.wait_for_success",
@@ -157,6 +189,7 @@ def _bad_connections(service) -> dict[str, dict]:
             }
         ),
         "token_over_http": connection(extra={"auth_method": "managed_identity"}),
+        "extra_typo": connection(extra={"storage_acount_url": "http://127.0.0.1:1/devstoreaccount1"}),
         "registry_no_host": {"conn_type": "generic", "login": "u", "password": "p"},
     }
 
@@ -265,6 +298,17 @@ AT_RUN = [
     ),
     ({"command": "true", "azbatch_conn_id": "sp_no_tenant"}, "Connection 'sp_no_tenant': tenant_id is missing"),
     ({"command": "true", "azbatch_conn_id": "token_over_http"}, "Connection 'token_over_http': account_url uses http"),
+    (
+        {"command": "true", "azbatch_conn_id": "extra_typo"},
+        "Connection 'extra_typo': extra has unknown field(s) storage_acount_url (did you mean 'storage_account_url'?)",
+    ),
+    (
+        {"command": "true", "azbatch_conn_id": "nowhere_defined"},
+        "Connection 'nowhere_defined' is not defined. Create it with `airflow connections add nowhere_defined "
+        "--conn-type azbatch --conn-host https://<account>.<region>.batch.azure.com --conn-login <account> "
+        "--conn-password <key>` (or in the UI, Admin > Connections), or set the environment variable "
+        "AIRFLOW_CONN_NOWHERE_DEFINED to the connection as JSON",
+    ),
 ]
 
 

@@ -72,7 +72,8 @@ def test_failed_task_fails_the_airflow_task_with_exit_code_and_stderr(airflow_db
     run, logs = run_dag(dag)
     assert run.state == "failed"
     assert run.get_task_instance("fails").state == "failed"
-    error = next(line for line in logs if "failed: 1 of 2 tasks failed" in line).split("AirflowException: ", 1)[1]
+    error = next(line for line in logs if "failed: 1 of 2 tasks failed" in line and "AirflowException: " in line)
+    error = error.split("AirflowException: ", 1)[1]
     assert error.startswith("Azure Batch job 'sync_failure-fails-")
     assert (
         "Task 'bad' failed with exit code 3 (FailureExitCode: The task exited with an exit code representing a "

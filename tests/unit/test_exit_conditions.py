@@ -60,7 +60,11 @@ def test_a_job_action_elsewhere_spells_out_none_for_every_other_task():
 @pytest.mark.parametrize(
     ("value", "field", "words"),
     [
-        ({"exit_codez": {}}, "x", "has unknown field(s) exit_codez; known: exit_codes, exit_code_ranges"),
+        (
+            {"exit_codez": {}},
+            "x",
+            "has unknown field(s) exit_codez (did you mean 'exit_codes'?); known: exit_codes, exit_code_ranges",
+        ),
         ({"exit_codes": {3: {"job_action": "stop"}}}, "x.exit_codes[3].job_action", "must be one of none, disable"),
         ({"default": {"dependency_action": "skip"}}, "x.default.dependency_action", "must be one of satisfy, block"),
         ({"default": {"on": "x"}}, "x.default", "has unknown field(s) on"),

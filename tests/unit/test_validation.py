@@ -102,7 +102,7 @@ CASES = [
         "tasks[0].display_name",
         "is 1025 characters long; the Batch service allows at most 1024",
     ),
-    (_tasks(_task(image="my image")), "tasks[0].image", "is not a container image name"),
+    (_tasks(_task(image="my image")), "tasks[0].image", "is not a valid image reference: it has whitespace"),
     (_tasks(_task(image=3)), "tasks[0].image", "must be a string"),
     (_tasks(_task(num_nodes=True)), "tasks[0].num_nodes", "must be a whole number, got bool"),
     (_tasks(_task(coordination_command="x")), "tasks[0].coordination_command", "needs num_nodes > 1"),
