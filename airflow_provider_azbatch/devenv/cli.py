@@ -85,9 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    stopping.install()
     services, airflow = ProcessGroups(), ProcessGroups()
-    with contextlib.ExitStack() as running:
+    with stopping.signals_stop(), contextlib.ExitStack() as running:
         # Closed in reverse: Airflow first (it polls Batch), then the Batch service, then Azurite.
         running.callback(services.stop_all)
         try:

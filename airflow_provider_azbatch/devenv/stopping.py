@@ -31,10 +31,15 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
     raise Stopped(signum)
 
 
-def install() -> None:
-    """From now on, SIGINT and SIGTERM raise :class:`Stopped`."""
-    for signum in STOP_SIGNALS:
-        signal.signal(signum, _on_signal)
+@contextlib.contextmanager
+def signals_stop() -> Iterator[None]:
+    """In the block, SIGINT and SIGTERM raise :class:`Stopped`; the previous handlers are back after it."""
+    previous = {signum: signal.signal(signum, _on_signal) for signum in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def ignore() -> None:

@@ -30,13 +30,15 @@ class Azurite:
 
 
 def find_azurite(explicit: str | None, search: Sequence[Path]) -> tuple[list[str], str] | None:
-    """The command that starts Azurite's Blob service, and how it was found; None without Node.js.
+    """The command that starts Azurite's Blob service, and how it was found; None without Node.js (``node``).
 
     In order: ``explicit``, ``node_modules/.bin/azurite-blob`` under a folder of ``search`` (a clone of the
     repository has one), ``azurite-blob`` on PATH (``npm install -g azurite``), then ``npx`` running the pinned
     version (downloaded on first use)."""
     if explicit:
         return [explicit], explicit
+    if shutil.which("node") is None:
+        return None  # azurite-blob is a Node.js script: a node_modules without Node cannot run it
     for folder in search:
         local = folder / "node_modules" / ".bin" / "azurite-blob"
         if local.is_file():

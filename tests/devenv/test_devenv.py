@@ -3,6 +3,7 @@ holding their DAGs folder, stopped with Ctrl-C (SIGINT) or SIGTERM, leaving no p
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import signal
@@ -23,7 +24,8 @@ DAG_ID = "my_pipeline"
 # The commands the how-to shows, each run here as it is written (tests/devenv/test_docs.py checks the page).
 START = "azbatch-dev start dags"
 START_PERSISTED = "azbatch-dev start dags --persist"
-DAGS_TEST = "azbatch-dev test my_pipeline dags"
+DAGS_TEST = "azbatch-dev test my_pipeline dags"  # tests/devenv/test_from_wheels.py
+DAGS_TEST_NO_STORAGE = "azbatch-dev test hello_batch dags --no-storage"
 # Each Batch output line of my_pipeline, as the task log shows it: "[<Batch task id>] <line>".
 SCORE_LINES = [f"devenv score step {step}/5" for step in range(1, 6)]
 TWO_NODE_LINES = [f"devenv two-node line {n}" for n in range(1, 5)]
@@ -54,7 +56,7 @@ def assert_nothing_left(env: DevEnv) -> None:
 
 
 def test_start_runs_the_users_dag_in_a_whole_local_airflow_and_ctrl_c_leaves_nothing(workdir):
-    env = DevEnv(START_PERSISTED, workdir, BIN)
+    env = DevEnv(START, workdir, BIN)
     try:
         env.wait_for_line("== Ready. Ctrl-C stops everything.")
         exports = env.exports()
@@ -106,8 +108,6 @@ def _run_state(api: Api, run_id: str) -> str | None:
 
 
 def _blob_names(exports: dict[str, str]) -> list[str]:
-    import json
-
     from azure.storage.blob import BlobServiceClient
 
     extra = json.loads(exports["AIRFLOW_CONN_AZBATCH_DEFAULT"])["extra"]
@@ -122,13 +122,21 @@ def _blob_names(exports: dict[str, str]) -> list[str]:
         return sorted(blob.name for blob in client.get_container_client("devenv-results").list_blobs())
 
 
-def test_dags_test_runs_one_dag_and_exits_with_its_outcome(workdir):
-    env = DevEnv(DAGS_TEST, workdir, BIN)
+def test_dags_test_runs_one_dag_and_exits_with_its_outcome_without_storage(workdir):
+    env = DevEnv(DAGS_TEST_NO_STORAGE, workdir, BIN)
     try:
         assert env.wait(timeout=300) == 0, env.output
-        assert "== airflow dags test my_pipeline exited with 0" in env.output
-        assert batch_lines(env.lines, TWO_NODE_LINES, whole=False) == Counter(TWO_NODE_LINES)
-        assert "export AIRFLOW_CONN_AZBATCH_DEFAULT=" in env.output
+        assert "== No storage (--no-storage): @task.azure_batch, workspaces and Blob inputs/outputs will fail" in (
+            env.output
+        )
+        assert "== airflow dags test hello_batch exited with 0" in env.output
+        assert batch_lines(env.lines, ["hello from a local Batch node"], whole=False) == Counter(
+            ["hello from a local Batch node"]
+        )
+        connection = json.loads(env.exports()["AIRFLOW_CONN_AZBATCH_DEFAULT"])
+        assert "storage_account_url" not in connection["extra"]
+        # dags test needs no deployment: no API server settings to export.
+        assert "AIRFLOW__API__PORT" not in env.exports()
         assert_nothing_left(env)
     finally:
         env.kill()

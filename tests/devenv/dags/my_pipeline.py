@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+# [START howto_local_development_dag]
 from datetime import datetime
 
 from airflow.sdk import DAG, task
@@ -37,3 +38,4 @@ with DAG("my_pipeline", schedule=None, start_date=datetime(2026, 1, 1), catchup=
     )
 
     score() >> two_nodes
+# [END howto_local_development_dag]
