@@ -190,7 +190,7 @@ def _start_storage(
         return None
     command, source = found
     _say(f"== Starting Azurite ({source})")
-    return start_azurite(services, command, source, state / "azurite", persist=args.persist, env=env)
+    return start_azurite(services, command, source, state / "azurite", env)
 
 
 def _start_batch_service(

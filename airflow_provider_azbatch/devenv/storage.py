@@ -59,12 +59,11 @@ def find_azurite(explicit: str | None, search: Sequence[Path]) -> tuple[list[str
 
 
 def start_azurite(
-    groups: ProcessGroups, command: list[str], source: str, workdir: Path, *, persist: bool, env: dict[str, str]
+    groups: ProcessGroups, command: list[str], source: str, workdir: Path, env: dict[str, str]
 ) -> Azurite:
-    """Start Azurite on a free loopback port; its blobs go to ``workdir`` when ``persist``, else stay in memory."""
+    """Start Azurite on a free loopback port, its blobs in ``workdir`` (part of the state a restart may keep)."""
     workdir.mkdir(parents=True, exist_ok=True)
     port = free_port()
-    storage = ["--location", str(workdir)] if persist else ["--inMemoryPersistence"]
     log = workdir / "azurite.log"
     process = groups.start(
         "azurite",
@@ -74,7 +73,8 @@ def start_azurite(
             "127.0.0.1",
             "--blobPort",
             str(port),
-            *storage,
+            "--location",
+            str(workdir),
             "--skipApiVersionCheck",
             "--disableTelemetry",
             "--silent",
