@@ -30,6 +30,8 @@ def _run(*command: str | Path, cwd: Path) -> None:
     assert result.returncode == 0, f"{command}:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
 
 
+# Installing Airflow into a fresh venv takes 1-2 minutes from pip's warm cache, many more on a busy machine.
+@pytest.mark.timeout(1800)
 def test_the_command_from_wheels_in_a_fresh_venv_runs_a_dag(tmp_path):
     source = tmp_path / "source"
     shutil.copytree(ROOT, source, ignore=IGNORED)
