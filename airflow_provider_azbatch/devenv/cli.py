@@ -134,7 +134,7 @@ def _run(
     migrate(airflow, env, home)
 
     if args.mode == "test":
-        _print_environment(batch, storage, state, settings, args.persist)
+        _print_environment(batch, storage, state, settings, [])
         _say(f"== airflow dags test {args.dag_id}")
         process = airflow.start("dags-test", [airflow_command(), "dags", "test", args.dag_id], env=env)
         code = process.wait()
@@ -144,9 +144,8 @@ def _run(
     assert api_port is not None
     _say("== Starting Airflow: api-server, scheduler, dag-processor, triggerer")
     start_airflow(airflow, env, api_port, logs)
-    _print_environment(batch, storage, state, settings, args.persist)
-    _say(f"   UI:       http://127.0.0.1:{api_port}  (no login: served on 127.0.0.1 only, every user is admin)")
-    _say(f"   Logs:     {logs}/{{{','.join(COMPONENTS)}}}.log")
+    ui = f"   UI:       http://127.0.0.1:{api_port}  (no login: served on 127.0.0.1 only, every user is admin)"
+    _print_environment(batch, storage, state, settings, [ui, f"   Logs:     {logs}/{{{','.join(COMPONENTS)}}}.log"])
     _say("== Ready. Ctrl-C stops everything.")
     while True:
         check_running(airflow, logs)
@@ -214,15 +213,16 @@ def _start_batch_service(
 
 
 def _print_environment(
-    batch: BatchEndpoint, storage: Azurite | None, state: Path, settings: dict[str, str], persist: bool
+    batch: BatchEndpoint, storage: Azurite | None, state: Path, settings: dict[str, str], first: list[str]
 ) -> None:
+    for line in first:
+        _say(line)
     _say(f"   Batch:    {batch.url}  (local Batch service, account {batch.account_name})")
     if storage is not None:
         _say(f"   Storage:  {storage.url}  (Azurite, account {storage.account})")
     else:
         _say(f"   Storage:  none ({NEEDS_STORAGE} will fail)")
-    kept = "kept for the next start with --persist" if persist else "emptied at the next start unless --persist"
-    _say(f"   State:    {state}  ({kept})")
+    _say(f"   State:    {state}  (the next start keeps it with --persist)")
     _say("== To use this environment from another shell (airflow CLI, airflow azbatch ...):")
     for line in export_lines(settings):
         _say(line)
