@@ -49,6 +49,8 @@ def test_the_command_from_wheels_in_a_fresh_venv_runs_a_dag(tmp_path):
         install,
         "--quiet",
         "--disable-pip-version-check",
+        # Python compiles what it imports: compiling all of Airflow at install time is slow, and most is never used.
+        "--no-compile",
         "-c",
         ROOT / "constraints.txt",
         f"{provider}[local]",
