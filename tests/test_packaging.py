@@ -26,6 +26,8 @@ DISTRIBUTIONS = {
     "asgiref": "asgiref",
     "async_timeout": "async-timeout",  # before Python 3.11 only
 }
+# Imported only by what an extra installs: the distribution and the extra that brings it.
+OPTIONAL = {"local_azure_batch": ("local-azure-batch", "local")}  # azbatch-dev (devenv/)
 
 
 def _third_party_imports() -> set[str]:
@@ -81,11 +83,23 @@ def test_the_wheel_is_the_provider_alone(tmp_path):
         "provider_info",
         "=",
         "airflow_provider_azbatch.get_provider_info:get_provider_info",
+        "[console_scripts]",
+        "azbatch-dev",
+        "=",
+        "airflow_provider_azbatch.devenv.cli:main",
     ]
     required = {
         line.split(":", 1)[1].strip().split(">")[0].split("<")[0].split("=")[0].split(";")[0].strip().lower()
         for line in metadata.splitlines()
         if line.startswith("Requires-Dist:") and "extra ==" not in line
     }
-    imported = {DISTRIBUTIONS[name] for name in _third_party_imports()}
+    imports = _third_party_imports()
+    imported = {DISTRIBUTIONS[name] for name in imports - OPTIONAL.keys()}
     assert required == imported | {"aiohttp"}
+    for name in imports & OPTIONAL.keys():
+        distribution, extra = OPTIONAL[name]
+        assert f"Provides-Extra: {extra}" in metadata
+        assert any(
+            line.startswith(f"Requires-Dist: {distribution}") and f'extra == "{extra}"' in line
+            for line in metadata.splitlines()
+        )
