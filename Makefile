@@ -8,7 +8,7 @@ SERVICE := local-azure-batch
 # Tests find the venv's tools (airflow, the local Batch service) and Azurite on PATH.
 TEST_PATH := PATH="$(CURDIR)/$(BIN):$(CURDIR)/node_modules/.bin:$$PATH"
 
-.PHONY: demo test lint typecheck venv clean bench compat compat-venv compat-unit compat-examples compat-deployment
+.PHONY: demo test lint typecheck venv clean bench docs compat compat-venv compat-unit compat-examples compat-deployment
 
 # Both distributions of this repository, editable: the provider and the local Batch service.
 $(STAMP): pyproject.toml $(SERVICE)/pyproject.toml constraints.txt
@@ -36,6 +36,19 @@ typecheck: $(STAMP)
 test: $(STAMP) $(AZURITE) lint typecheck
 	$(TEST_PATH) $(BIN)/pytest $(SERVICE)/tests
 	$(TEST_PATH) $(BIN)/pytest
+
+# The documentation site (docs/, Python 3.11+): built with warnings as errors and nitpicky references, then every
+# internal link and anchor of the built HTML checked, offline. The site is docs/_build/html/index.html.
+DOCS_STAMP := $(VENV)/.docs-installed
+$(DOCS_STAMP): $(STAMP) pyproject.toml constraints.txt
+	$(BIN)/pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[docs]'
+	touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP)
+	rm -rf docs/_build/html
+	$(BIN)/sphinx-build -W -n --keep-going -q -b html docs docs/_build/html
+	$(BIN)/python docs/_ext/check_links.py docs/_build/html
+	$(BIN)/linkchecker --no-status docs/_build/html/index.html
 
 # The benchmark suite (bench/README.md): 10-20 minutes; BENCH_ARGS=--quick for a smoke run.
 bench: $(STAMP)
@@ -92,4 +105,4 @@ compat-deployment: $(COMPAT_STAMP) $(AZURITE)
 compat: compat-unit compat-examples compat-deployment
 
 clean:
-	rm -rf $(VENV) .venv-* .demo .demo-* node_modules .pytest_cache .ruff_cache .mypy_cache
+	rm -rf $(VENV) .venv-* .demo .demo-* docs/_build node_modules .pytest_cache .ruff_cache .mypy_cache
