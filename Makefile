@@ -8,7 +8,7 @@ SERVICE := local-azure-batch
 # Tests find the venv's tools (airflow, the local Batch service) and Azurite on PATH.
 TEST_PATH := PATH="$(CURDIR)/$(BIN):$(CURDIR)/node_modules/.bin:$$PATH"
 
-.PHONY: demo test lint typecheck venv clean bench docs compat compat-venv compat-unit compat-examples compat-deployment
+.PHONY: demo test lint typecheck venv clean bench docs docs-venv compat compat-venv compat-unit compat-examples compat-deployment
 
 # Both distributions of this repository, editable: the provider and the local Batch service.
 $(STAMP): pyproject.toml $(SERVICE)/pyproject.toml constraints.txt
@@ -44,6 +44,8 @@ $(DOCS_STAMP): $(STAMP) pyproject.toml constraints.txt
 	$(BIN)/pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[docs]'
 	touch $(DOCS_STAMP)
 
+docs-venv: $(DOCS_STAMP)
+
 docs: $(DOCS_STAMP)
 	rm -rf docs/_build/html
 	$(BIN)/sphinx-build -W -n --keep-going -q -b html docs docs/_build/html
@@ -54,7 +56,7 @@ docs: $(DOCS_STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
 
-# Older Airflow lines and the dependency floors (README "Airflow lines"): `make compat LINE=3.0`.
+# Older Airflow lines and the dependency floors (docs/reference/airflow-lines.md): `make compat LINE=3.0`.
 # LINE is 3.0, 3.1, 3.2, 3.3 (constraints/airflow-LINE.txt) or lowest-direct; each gets its own venv,
 # with pip's cache shared by all of them. The provider's whole suite runs in `make test` only.
 LINE ?= 3.2

@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import json
 import re
-import tomllib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
-
-from sphinx.application import Sphinx
+from typing import TYPE_CHECKING, Any
 
 from airflow_provider_azbatch import get_provider_info as provider_info_module
+
+if TYPE_CHECKING:  # tests/docs imports this module where Sphinx is not installed
+    from sphinx.application import Sphinx
 
 PACKAGE = Path(provider_info_module.__file__).resolve().parent
 VM_CATALOG = PACKAGE / "compute" / "data" / "vm_sizes.json"
@@ -181,6 +181,8 @@ def supported_versions(root: Path) -> dict[str, str]:
     """What the site says is supported, each from the one place it is kept: the Pythons from the package's
     classifiers (CI tests each), the Airflow lines from the dependency sets CI tests them with
     (``constraints/airflow-<line>.txt``), the requirements from the package's dependencies."""
+    import tomllib  # Python 3.11+, as the documentation build
+
     project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     classifier = "Programming Language :: Python :: "
     pythons = [c.removeprefix(classifier) for c in project["classifiers"] if c.startswith(classifier + "3.")]
