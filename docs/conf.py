@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 DOCS = Path(__file__).resolve().parent
@@ -17,7 +16,8 @@ ROOT = DOCS.parent
 sys.path.insert(0, str(DOCS / "_ext"))
 sys.path.insert(0, str(ROOT))
 # The CLI reference imports the command definitions, which import Airflow: keep its home out of ~/airflow.
-os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="azbatch-docs-airflow-"))
+os.environ.setdefault("AIRFLOW_HOME", str(DOCS / "_build" / "airflow-home"))
+os.environ.setdefault("AIRFLOW__LOGGING__LOGGING_LEVEL", "WARNING")
 
 from azbatch_reference import supported_versions  # noqa: E402
 
