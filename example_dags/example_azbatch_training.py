@@ -47,7 +47,7 @@ with DAG(
     catchup=False,
     tags=["azure-batch", "example", "training"],
 ) as dag:
-# [END tutorial_training_dag]
+    # [END tutorial_training_dag]
     # [START tutorial_training_prepare]
     prepare = AzureBatchJobOperator(
         task_id="prepare",
@@ -94,6 +94,7 @@ with DAG(
         import evaluate  # workspace/evaluate.py: the workspace is importable
 
         return evaluate.evaluate("models")
+
     # [END tutorial_training_evaluate]
 
     # [START tutorial_training_branch]
@@ -108,6 +109,7 @@ with DAG(
     @task
     def hold(metrics: dict) -> str:
         return f"kept the current model: this one's mean absolute error {metrics['mae']} is over {MAX_MAE}"
+
     # [END tutorial_training_branch]
 
     # [START tutorial_training_flow]
