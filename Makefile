@@ -8,7 +8,7 @@ SERVICE := local-azure-batch
 # Tests find the venv's tools (airflow, the local Batch service) and Azurite on PATH.
 TEST_PATH := PATH="$(CURDIR)/$(BIN):$(CURDIR)/node_modules/.bin:$$PATH"
 
-.PHONY: demo test lint typecheck venv clean bench compat compat-venv compat-unit compat-examples compat-deployment
+.PHONY: demo test lint typecheck venv clean bench docs docs-venv compat compat-venv compat-unit compat-examples compat-deployment
 
 # Both distributions of this repository, editable: the provider and the local Batch service; and PyTorch for
 # the two-node rendezvous test (tests/workloads/test_torch_rendezvous.py), only in this venv. constraints.txt
@@ -40,11 +40,26 @@ test: $(STAMP) $(AZURITE) lint typecheck
 	$(TEST_PATH) $(BIN)/pytest $(SERVICE)/tests
 	$(TEST_PATH) $(BIN)/pytest
 
+# The documentation site (docs/, Python 3.11+): built with warnings as errors and nitpicky references, then every
+# internal link and anchor of the built HTML checked, offline. The site is docs/_build/html/index.html.
+DOCS_STAMP := $(VENV)/.docs-installed
+$(DOCS_STAMP): $(STAMP) pyproject.toml constraints.txt
+	$(BIN)/pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[docs]'
+	touch $(DOCS_STAMP)
+
+docs-venv: $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP)
+	rm -rf docs/_build/html
+	$(BIN)/sphinx-build -W -n --keep-going -q -b html docs docs/_build/html
+	$(BIN)/python docs/_ext/check_links.py docs/_build/html
+	$(BIN)/linkchecker --no-status docs/_build/html/index.html
+
 # The benchmark suite (bench/README.md): 10-20 minutes; BENCH_ARGS=--quick for a smoke run.
 bench: $(STAMP)
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
 
-# Older Airflow lines and the dependency floors (README "Airflow lines"): `make compat LINE=3.0`.
+# Older Airflow lines and the dependency floors (docs/reference/airflow-lines.md): `make compat LINE=3.0`.
 # LINE is 3.0, 3.1, 3.2, 3.3 (constraints/airflow-LINE.txt) or lowest-direct; each gets its own venv,
 # with pip's cache shared by all of them. The provider's whole suite runs in `make test` only.
 LINE ?= 3.2
@@ -95,4 +110,4 @@ compat-deployment: $(COMPAT_STAMP) $(AZURITE)
 compat: compat-unit compat-examples compat-deployment
 
 clean:
-	rm -rf $(VENV) .venv-* .demo .demo-* node_modules .pytest_cache .ruff_cache .mypy_cache
+	rm -rf $(VENV) .venv-* .demo .demo-* docs/_build node_modules .pytest_cache .ruff_cache .mypy_cache

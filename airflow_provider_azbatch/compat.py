@@ -4,8 +4,8 @@ that knows.
 Every other module imports from here the Airflow names whose home moved between lines, and asks here
 whether a feature exists. Features are detected (an attribute, an import that may fail), not inferred
 from version numbers; the ``AIRFLOW_V_*`` flags are for messages and tests. Only public Airflow modules
-are imported (never ``airflow.*._*``). README "Airflow lines" lists what each line lacks and what the
-provider does instead; ``tests/lines`` checks each of those statements on the line it runs on.
+are imported (never ``airflow.*._*``). docs/reference/airflow-lines.md lists what each line lacks and what
+the provider does instead; ``tests/lines`` checks each of those statements on the line it runs on.
 """
 
 from __future__ import annotations

@@ -31,6 +31,7 @@ with DAG(
     params={"steps": 80},
     tags=["azure-batch", "example", "deferrable"],
 ) as dag:
+    # [START howto_deferrable_operator]
     train = AzureBatchJobOperator(
         task_id="train",
         batch_pool=DEMO_POOL,
@@ -41,3 +42,4 @@ with DAG(
         execution_timeout=timedelta(hours=2),
         on_finish_action="delete_succeeded_job",
     )
+    # [END howto_deferrable_operator]

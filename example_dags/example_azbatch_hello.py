@@ -13,9 +13,11 @@ from airflow.sdk import DAG, task
 from airflow_provider_azbatch.operators.job import AzureBatchJobOperator
 from airflow_provider_azbatch.pools import BatchPool
 
+# [START howto_hello_pool]
 DEMO_POOL = BatchPool.shared(
     "azbatch-demo", requirements={"cpus": 1}, max_nodes=2, autoscale=False, task_slots_per_node=2
 )
+# [END howto_hello_pool]
 
 with DAG(
     dag_id="example_azbatch_hello",
@@ -25,6 +27,7 @@ with DAG(
     catchup=False,
     tags=["azure-batch", "example"],
 ) as dag:
+    # [START howto_hello_operator]
     shards = AzureBatchJobOperator(
         task_id="process_shards",
         # Created on first use (from what the tasks need), then shared by every run.
@@ -43,10 +46,13 @@ with DAG(
         environment={"PIPELINE": "example_azbatch_hello"},
         poll_interval=1,
     )
+    # [END howto_hello_operator]
 
+    # [START howto_hello_report]
     @task
     def report(results: dict) -> None:
         for task_id, outcome in sorted(results["tasks"].items()):
             print(f"{task_id}: exit code {outcome['exit_code']} ({outcome['result']})")
 
     report(shards.output)
+    # [END howto_hello_report]

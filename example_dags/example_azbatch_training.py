@@ -27,6 +27,7 @@ from airflow.sdk import DAG, task
 from airflow_provider_azbatch.operators.job import AzureBatchJobOperator
 from airflow_provider_azbatch.pools import BatchPool
 
+# [START tutorial_training_setup]
 # The code every task gets as workspace/ (the path is taken from this file's directory).
 CODE = "azbatch_training"
 # Blob paths of this run (run ids hold ':' and '+', which make awkward blob names).
@@ -35,7 +36,9 @@ CPU_POOL = BatchPool.shared("azbatch-training-cpu", requirements={"cpus": 1, "me
 SHARDS = 4
 # A model whose mean absolute error on fresh points is above this is not promoted.
 MAX_MAE = 1.0
+# [END tutorial_training_setup]
 
+# [START tutorial_training_dag]
 with DAG(
     dag_id="example_azbatch_training",
     description="Prepare data, train on a 2-node GPU pool from requirements, evaluate; data and models in Blob",
@@ -44,6 +47,8 @@ with DAG(
     catchup=False,
     tags=["azure-batch", "example", "training"],
 ) as dag:
+    # [END tutorial_training_dag]
+    # [START tutorial_training_prepare]
     prepare = AzureBatchJobOperator(
         task_id="prepare",
         batch_pool=CPU_POOL,
@@ -55,7 +60,9 @@ with DAG(
         output_container="datasets",
         poll_interval=1,
     )
+    # [END tutorial_training_prepare]
 
+    # [START tutorial_training_train]
     train = AzureBatchJobOperator(
         task_id="train",
         batch_pool=BatchPool.auto(requirements={"gpus": 4, "gpu_kind": "A100", "memory": "64Gi"}, max_nodes=2),
@@ -73,7 +80,9 @@ with DAG(
         max_wall_clock=4 * 3600,
         poll_interval=1,
     )
+    # [END tutorial_training_train]
 
+    # [START tutorial_training_evaluate]
     @task.azure_batch(
         batch_pool=CPU_POOL,
         workspace=CODE,
@@ -86,6 +95,9 @@ with DAG(
 
         return evaluate.evaluate("models")
 
+    # [END tutorial_training_evaluate]
+
+    # [START tutorial_training_branch]
     @task.branch
     def promote_or_hold(metrics: dict) -> str:
         return "promote" if metrics["mae"] <= MAX_MAE else "hold"
@@ -98,6 +110,10 @@ with DAG(
     def hold(metrics: dict) -> str:
         return f"kept the current model: this one's mean absolute error {metrics['mae']} is over {MAX_MAE}"
 
+    # [END tutorial_training_branch]
+
+    # [START tutorial_training_flow]
     metrics = evaluate()
     prepare >> train >> metrics
     promote_or_hold(metrics) >> [promote(metrics), hold(metrics)]
+    # [END tutorial_training_flow]

@@ -62,7 +62,7 @@ def autoscale_formula(
     evaluation falls within the window after the work ends (1 evaluation in 5). A long window is paid
     after every burst: the 3-minute mean this formula used before (the documentation's example takes 5)
     kept ``ceil`` of the mean, often most of a burst's nodes, for a whole further interval.
-    ``bench/autoscale.py`` measures both (README, "Autoscaling, measured").
+    ``bench/autoscale.py`` measures both (bench/autoscale-results.md).
 
     Time scales: Batch records a sample about every 30 s and evaluates the formula every 5 minutes at
     most often (the interval the provider sets), about 10 new samples per evaluation. The window is a

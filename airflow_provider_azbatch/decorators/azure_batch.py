@@ -1,4 +1,4 @@
-"""``@task.azure_batch``: a Python function run on Azure Batch, its return value in XCom.
+"""``@task.azure_batch``: a Python function run on Azure Batch, its return value in XCom::
 
     from airflow.sdk import task
 
@@ -8,9 +8,10 @@
         return {"auc": metrics.auc(model_uri), "promote": ...}
 
 The decorated operator is :class:`~airflow_provider_azbatch.operators.job.AzureBatchJobOperator` with one Batch
-task whose command runs the function (:mod:`.remote_runner` on the node): every parameter of the operator
-applies (pool, containers, workspace, environment, inputs/outputs, retries, deferrable, ``num_nodes``...).
-The function's source (its ``def`` and body, without decorators: :mod:`.source`) and its arguments
+task whose command runs the function (:mod:`~airflow_provider_azbatch.decorators.remote_runner` on the node):
+every parameter of the operator applies (pool, containers, workspace, environment, inputs/outputs, retries,
+deferrable, ``num_nodes``...). The function's source (its ``def`` and body, without decorators:
+:mod:`~airflow_provider_azbatch.decorators.source`) and its arguments
 (templated, XCom inputs resolved) travel as a call file staged in the connection's storage by content and
 downloaded by Batch with a read-only SAS; the node writes the return value to a result file that is read
 back like any ``result_file``. Only the function's own source travels: imports go inside it, and helpers

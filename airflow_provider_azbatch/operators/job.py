@@ -160,7 +160,7 @@ class AzureBatchJobOperator(BaseOperator):
     :param on_finish_action: ``keep_job`` (default), ``delete_job`` or ``delete_succeeded_job``.
     :param force_new_job: submit a new job even if this task instance already has one.
 
-    When tasks fail (see the README's *When tasks fail*):
+    When tasks fail (see docs/howto/when-tasks-fail.md):
 
     :param fail_fast: the first task that fails (after its retries) terminates the job (default
         ``[azbatch] fail_fast``).

@@ -361,7 +361,7 @@ def _run_scenario(cluster, batch, batch_client, began: float, times: dict[str, f
 
     # 4. A graceful stop: the third triggerer's triggers go to the fourth. Not to the survivor, stopped first: a
     # triggerer given back a trigger it ran before starts its log file of it anew (Airflow 3.3.2 opens it "wb"),
-    # and what it had shown of the task would be gone from the task's log (see the README).
+    # and what it had shown of the task would be gone from the task's log (see docs/howto/several-triggerers.md).
     cluster.stop_component(survivor)
     scenario.held_at_stop = {key: job for key, job in _holders(cluster, run_id).items() if job == third_job}
     scenario.times["stop"] = time.time()

@@ -1,5 +1,5 @@
-"""What each Airflow line offers, as the provider detects it, matches README "Airflow lines", and each
-feature an older line lacks degrades the way the README says."""
+"""What each Airflow line offers, as the provider detects it, matches the documentation's "Airflow lines" page
+(docs/reference/airflow-lines.md), and each feature an older line lacks degrades the way that page says."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ import pytest
 
 from airflow_provider_azbatch import compat, config
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+AIRFLOW_LINES_PAGE = Path(__file__).resolve().parents[2] / "docs" / "reference" / "airflow-lines.md"
 LINE = ".".join(compat.AIRFLOW_VERSION.split(".")[:2])
 
-# README row -> the flag that detects it on the running line.
+# The page's row -> the flag that detects it on the running line.
 DETECTED = {
     "Killing a deferred task terminates its Batch job": compat.TRIGGER_ON_KILL,
     "A retry finds its job in the task state store": compat.TASK_STATE_STORE,
@@ -34,18 +34,19 @@ EXPECTED = {
 }
 
 
-def readme_table() -> dict[str, dict[str, str]]:
-    """README "Airflow lines": feature -> {line: cell}."""
-    text = README.read_text(encoding="utf-8")
-    section = text.split("\n## Airflow lines\n", 1)[1]
-    first_table = section[section.index("\n|") + 1 :].split("\n\n", 1)[0]
+def features_table() -> dict[str, dict[str, str]]:
+    """The "Airflow lines" page's first table: feature -> {line: cell}."""
+    text = AIRFLOW_LINES_PAGE.read_text(encoding="utf-8")
+    first_table = text[text.index("\n| Feature |") + 1 :].split("\n\n", 1)[0]
     rows = [[cell.strip() for cell in line.strip().strip("|").split("|")] for line in first_table.splitlines()]
     header, _, *body = rows
     return {row[0]: dict(zip(header[1:], row[1:], strict=True)) for row in body}
 
 
 def test_the_running_line_is_one_the_provider_supports():
-    assert LINE in EXPECTED, f"Airflow {compat.AIRFLOW_VERSION}: add its line to README and to this test"
+    assert LINE in EXPECTED, (
+        f"Airflow {compat.AIRFLOW_VERSION}: add its line to docs/reference/airflow-lines.md and to this test"
+    )
 
 
 def test_detected_features_are_the_lines_known_ones():
@@ -54,8 +55,8 @@ def test_detected_features_are_the_lines_known_ones():
     assert compat.CONNECTION_FORM_FIELDS == compat.AIRFLOW_V_3_2_PLUS
 
 
-def test_the_readme_table_says_what_this_line_does():
-    table = readme_table()
+def test_the_features_table_says_what_this_line_does():
+    table = features_table()
     assert set(table) >= set(DETECTED)
     for feature, cells in table.items():
         cell = cells[LINE]

@@ -1,0 +1,259 @@
+"""The documentation cannot go stale: every code block of docs/ is included from a file CI runs or imports, or is
+a command a test runs or checks; the examples import (parse-time checks included); the README's example, links
+and supported versions are the docs' own.
+
+The site itself is built, and its links checked, by ``make docs`` (``.ci/run`` part "Docs: build and link check").
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import shlex
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+EXAMPLES = DOCS / "examples"
+README = ROOT / "README.md"
+sys.path.insert(0, str(DOCS / "_ext"))
+
+import azbatch_reference  # noqa: E402
+
+PAGES = sorted(path for path in DOCS.rglob("*.md") if "_build" not in path.parts)
+EXAMPLE_FILES = sorted(path for path in EXAMPLES.glob("*.py") if path.name != "__init__.py")
+
+# Fenced blocks that render something generated or included, never code written in the page.
+DIRECTIVES = {"literalinclude", "include", "toctree", "argparse"} | set(azbatch_reference.GENERATORS)
+FENCE = re.compile(r"^(?P<fence>`{3,}|~{3,})(?P<info>[^\n`]*)$")
+
+
+def _run_by_ci(make_target: str, runs: str) -> None:
+    """``make <target>`` exists, runs ``runs``, and .ci/run runs the target (or one that runs ``runs``)."""
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    recipe = re.search(rf"^{re.escape(make_target)}:.*\n((?:\t.*\n)+)", makefile, re.MULTILINE)
+    assert recipe, f"the Makefile has no target {make_target}"
+    assert runs in recipe.group(1), f"make {make_target} does not run {runs}"
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    if f"make {make_target} " in ci or f"make {make_target}\n" in ci:
+        return
+    # `make demo` itself is not in CI: the script it runs is, on every line, through `make compat-examples`.
+    examples = re.search(r"^compat-examples:.*\n((?:\t.*\n)+)", makefile, re.MULTILINE)
+    assert examples, "the Makefile has no target compat-examples"
+    assert runs in examples.group(1), f".ci/run runs neither make {make_target} nor {runs}"
+    assert "make compat-examples" in ci
+
+
+def _is_a_test(node_id: str) -> None:
+    path, _, name = node_id.partition("::")
+    source = (ROOT / path).read_text(encoding="utf-8")
+    assert f"def {name}(" in source, f"{node_id} is not a test"
+
+
+def _parses_as_airflow_azbatch(command: str) -> None:
+    from airflow_provider_azbatch.cli.parser import get_parser
+
+    argv = shlex.split(command)
+    assert argv[:2] == ["airflow", "azbatch"]
+    get_parser().parse_args(argv[2:])  # exits (a test failure) on an unknown flag or command
+
+
+# Each shell command a page shows, and how a test or CI runs it.
+COMMANDS = {
+    "make demo": lambda: _run_by_ci("demo", "scripts/demo.py"),  # .ci/run: make compat-examples, every line
+    "make test": lambda: _run_by_ci("test", "pytest"),
+    # The local Batch service, installed by `make venv` from the checkout; `make test` runs its suite.
+    "pip install ./local-azure-batch": lambda: _run_by_ci("test", "$(SERVICE)/tests"),
+    # From the package index: not run offline; tests/test_packaging.py builds and checks the wheel it installs.
+    "pip install airflow-provider-azbatch": lambda: _is_a_test(
+        "tests/test_packaging.py::test_the_wheel_is_the_provider_alone"
+    ),
+    ".venv/bin/pytest tests/workloads/test_multi_node_and_training.py::test_training_pipeline_example_runs_green": (
+        lambda: _is_a_test("tests/workloads/test_multi_node_and_training.py::test_training_pipeline_example_runs_green")
+    ),
+}
+
+
+def _blocks(page: Path) -> list[tuple[int, str, list[str]]]:
+    """(line, info string, body lines) of each fenced block of a Markdown page."""
+    blocks, lines, i = [], page.read_text(encoding="utf-8").splitlines(), 0
+    while i < len(lines):
+        opening = FENCE.match(lines[i])
+        if not opening:
+            i += 1
+            continue
+        fence, start, body = opening["fence"], i, []
+        i += 1
+        while i < len(lines) and lines[i].strip() != fence:
+            body.append(lines[i])
+            i += 1
+        blocks.append((start + 1, opening["info"].strip(), body))
+        i += 1
+    return blocks
+
+
+def _shell_commands() -> list[tuple[str, str]]:
+    found = []
+    for page in PAGES:
+        for line, info, body in _blocks(page):
+            if info in ("shell", "console", "bash", "sh"):
+                found += [(f"{page.relative_to(ROOT)}:{line}", command) for command in body if command.strip()]
+    return found
+
+
+def test_every_code_block_is_included_or_a_command_a_test_runs():
+    problems = []
+    for page in PAGES:
+        for line, info, _ in _blocks(page):
+            directive = re.fullmatch(r"\{([\w-]+)\}.*", info)
+            if directive and directive.group(1) in DIRECTIVES:
+                continue
+            if info in ("shell", "console", "bash", "sh"):
+                continue  # each command is checked below
+            problems.append(f"{page.relative_to(ROOT)}:{line}: a ```{info} block: include it from a file CI runs")
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize(("where", "command"), _shell_commands(), ids=lambda value: str(value)[:60])
+def test_each_documented_command_is_run_or_checked_by_a_test(where, command):
+    if command.startswith("airflow azbatch "):
+        _parses_as_airflow_azbatch(command)
+        return
+    assert command in COMMANDS, f"{where}: {command!r} is run by no test: add it to COMMANDS with how it is run"
+    COMMANDS[command]()
+
+
+def _load(path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"docs_example_{path.stem}", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("path", EXAMPLE_FILES, ids=lambda path: path.name)
+def test_each_example_imports_with_its_parse_time_checks(path):
+    """An example with a wrong parameter fails here, as a DAG file with it fails to import."""
+    _load(path)
+
+
+INCLUDED_MARKER = re.compile(r"```\{literalinclude\} (\S+)\n(?::.*\n)*?:start-after: \"\[START (\w+)\]\"")
+
+
+def test_every_included_marker_exists_once_with_its_end():
+    """Sphinx fails on a missing marker too (-W); this names the page and the file at once."""
+    problems = []
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        for target, start in re.findall(
+            r"```\{literalinclude\} (\S+)\n(?:.*\n)*?:start-after: \"\[START (\w+)\]\"", text
+        ):
+            source = (page.parent / target).read_text(encoding="utf-8")
+            if source.count(f"# [START {start}]") != 1 or source.count(f"# [END {start}]") != 1:
+                problems.append(f"{page.relative_to(ROOT)}: {target} has no single [START {start}]/[END {start}]")
+    assert not problems, "\n".join(problems)
+
+
+def _connection_recipes() -> dict[str, dict]:
+    module = _load(EXAMPLES / "connections.py")
+    return {name: value for name, value in vars(module).items() if name.startswith("AIRFLOW_CONN_")}
+
+
+PLACEHOLDER_VALUES = {
+    "<account key>": "a2V5",
+    "<storage account key>": "c3RvcmFnZWtleQ==",
+    "<the development key in local-azure-batch/README.md>": "ZGV2a2V5",
+    "<the URL python -m local_azure_batch prints>": "http://127.0.0.1:8000",
+}
+EXPECTED_AUTH = {
+    "AIRFLOW_CONN_AZBATCH_DEFAULT": "shared_key",
+    "AIRFLOW_CONN_AZBATCH_SP": "service_principal",
+    "AIRFLOW_CONN_AZBATCH_SP_CERT": "service_principal",
+    "AIRFLOW_CONN_AZBATCH_MI": "managed_identity",
+    "AIRFLOW_CONN_AZBATCH_WI": "workload_identity",
+    "AIRFLOW_CONN_AZBATCH_ENTRA": "default",
+    "AIRFLOW_CONN_AZBATCH_GOV": "service_principal",
+    "AIRFLOW_CONN_AZBATCH_FULL": "shared_key",
+    "AIRFLOW_CONN_AZBATCH_LOCAL": "shared_key",
+}
+
+
+def test_each_connection_recipe_is_read_as_the_method_it_shows():
+    from airflow.models.connection import Connection
+
+    from airflow_provider_azbatch.hooks.connection import BatchConnectionSettings
+
+    recipes = _connection_recipes()
+    assert set(recipes) == set(EXPECTED_AUTH)
+    for name, recipe in recipes.items():
+        value = json.dumps(recipe)
+        for placeholder, filled in PLACEHOLDER_VALUES.items():
+            value = value.replace(placeholder, filled)
+        conn_id = name.removeprefix("AIRFLOW_CONN_").lower()
+        settings = BatchConnectionSettings.from_connection(Connection.from_json(value, conn_id=conn_id))
+        assert settings.auth_method.value == EXPECTED_AUTH[name], name
+    assert BatchConnectionSettings.from_connection(
+        Connection.from_json(json.dumps(recipes["AIRFLOW_CONN_AZBATCH_GOV"]), conn_id="gov")
+    ).token_scope.startswith("https://batch.core.usgovcloudapi.net")
+
+
+def _readme_python_blocks() -> list[str]:
+    return re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.DOTALL)
+
+
+def test_the_readme_example_is_the_quickstart_example_the_tests_import():
+    source = (EXAMPLES / "quickstart.py").read_text(encoding="utf-8")
+    block = source.split("# [START readme_example]\n", 1)[1].split("# [END readme_example]", 1)[0]
+    assert _readme_python_blocks() == [block]
+
+
+def test_the_readme_is_short_and_its_quick_start_is_make_demo_and_make_test():
+    text = README.read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 120
+    quick_start = text.split("## Quick start\n", 1)[1].split("\n## ", 1)[0]
+    assert re.findall(r"```\n(.*?)```", quick_start, re.DOTALL) == ["make demo\nmake test\n"]
+
+
+def test_the_readme_states_the_supported_versions_the_docs_state():
+    pytest.importorskip("tomllib", reason="the documentation builds on Python 3.11+, where it reads pyproject.toml")
+    supported = azbatch_reference.supported_versions(ROOT)
+    text = " ".join(README.read_text(encoding="utf-8").split())
+    assert f"Supported: Apache Airflow {supported['airflow_lines']} on Python {supported['pythons']}" in text, supported
+
+
+def _anchors(markdown: Path) -> set[str]:
+    """The heading anchors MyST (and GitHub) make for a Markdown file."""
+    anchors = set()
+    for heading in re.findall(r"^#{1,6} (.+)$", markdown.read_text(encoding="utf-8"), re.MULTILINE):
+        slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        anchors.add(slug)
+    return anchors
+
+
+def test_every_readme_link_resolves():
+    text = README.read_text(encoding="utf-8")
+    links = re.findall(r"\]\(([^)\s]+)\)", text)
+    assert links
+    broken = []
+    for link in links:
+        if re.match(r"[a-z]+://", link):
+            continue
+        path, _, anchor = link.partition("#")
+        target = (ROOT / path) if path else README
+        if not target.exists() or (anchor and anchor not in _anchors(target)):
+            broken.append(link)
+    assert not broken, broken
+
+
+def test_every_metric_the_provider_emits_is_explained():
+    page = (DOCS / "reference" / "metrics.md").read_text(encoding="utf-8")
+    explained = set(re.findall(r"^\| `(\w+)` \|", page, re.MULTILINE))
+    emitted = {name.rsplit(".", 1)[1] for name in azbatch_reference.metric_names()}
+    assert emitted, "no metric found in the provider's source"
+    assert explained == emitted
