@@ -17,6 +17,8 @@ from types import ModuleType
 
 import pytest
 
+from tests.devenv.test_howto_commands import RUN_BY_TESTS
+
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 EXAMPLES = DOCS / "examples"
@@ -76,6 +78,13 @@ COMMANDS = {
     ".venv/bin/pytest tests/workloads/test_multi_node_and_training.py::test_training_pipeline_example_runs_green": (
         lambda: _is_a_test("tests/workloads/test_multi_node_and_training.py::test_training_pipeline_example_runs_green")
     ),
+    # The local development environment's page: tests/devenv runs each of them (test_howto_commands.py).
+    **{
+        command: lambda: _is_a_test(
+            "tests/devenv/test_howto_commands.py::test_every_shell_command_of_the_page_is_run_by_a_test"
+        )
+        for command in RUN_BY_TESTS
+    },
 }
 
 
