@@ -1,6 +1,6 @@
 """Container image references checked against the grammar registries and Docker read them by.
 
-The grammar is distribution/reference's (the reference Docker, containerd and Batch's node agent parse):
+The grammar is distribution/reference's (the reference Docker, containerd and Batch's node agent parse)::
 
     reference  := name [ ":" tag ] [ "@" digest ]
     name       := [ domain "/" ] path-component [ "/" path-component ]*     (at most 255 characters)
