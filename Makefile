@@ -14,7 +14,7 @@ TEST_PATH := PATH="$(CURDIR)/$(BIN):$(CURDIR)/node_modules/.bin:$$PATH"
 $(STAMP): pyproject.toml $(SERVICE)/pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check --upgrade "pip>=24"
-	$(BIN)/pip install --quiet --disable-pip-version-check -c constraints.txt -e './$(SERVICE)[test]' -e '.[test,dev]'
+	$(BIN)/pip install --quiet --disable-pip-version-check -c constraints.txt -e './$(SERVICE)[test]' -e '.[test,dev,torchx]'
 	touch $(STAMP)
 
 $(AZURITE): package.json package-lock.json
