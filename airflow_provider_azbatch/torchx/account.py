@@ -14,6 +14,7 @@ this process first.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import shutil
 import sys
@@ -87,10 +88,7 @@ class Account:
         """A hook on this account (Airflow is imported here, not before)."""
         if self.url is not None:
             keep_airflow_home_untouched()
-        from airflow_provider_azbatch.compat import redirect_stdout_log_handlers_to_stderr
-
-        # Scripts read the app handle from stdout: Airflow's log lines go to stderr.
-        redirect_stdout_log_handlers_to_stderr()
+        import_airflow()
         if self.url is None:
             return _connection_hook(str(self.conn_id))
         return self._url_hook()
@@ -176,6 +174,16 @@ def split_app_id(app_id: str, defaults: AzureBatchOpts) -> tuple[Account, str]:
         )
     )
     return account, job_id
+
+
+def import_airflow() -> None:
+    """Import Airflow (through the provider's hook) with its log lines on stderr: scripts read the app handle
+    from stdout, and Airflow logs while it is imported (its configuration) and after."""
+    with contextlib.redirect_stdout(sys.stderr):
+        from airflow_provider_azbatch.compat import redirect_stdout_log_handlers_to_stderr
+        from airflow_provider_azbatch.hooks import batch  # noqa: F401
+
+        redirect_stdout_log_handlers_to_stderr()
 
 
 _THROWAWAY_HOME: list[str] = []

@@ -10,7 +10,8 @@
 - Resources pick the pool's VM size through :mod:`airflow_provider_azbatch.compute`: one pool serves every role,
   so its nodes must satisfy the largest of them; a role no size satisfies is refused naming the role.
 - ``env``, ``max_retries`` (the task's retries), ``metadata`` (the job's), bind and device mounts (container
-  run options) are expressed; what Batch cannot express is refused before anything is submitted.
+  run options, the same for every role) are expressed; what Batch cannot express is refused before anything
+  is submitted.
 """
 
 from __future__ import annotations
@@ -32,14 +33,10 @@ from airflow_provider_azbatch.pools.strategy import BatchPool, PoolStrategyError
 from airflow_provider_azbatch.submission.options import BlobOptions, ContainerOptions
 from airflow_provider_azbatch.submission.request import JobRequest
 from airflow_provider_azbatch.submission.validation import MAX_ID_LENGTH
+from airflow_provider_azbatch.torchx.names import APP_METADATA_KEY, JOB_ID_PREFIX, ROLES_METADATA_KEY
 from airflow_provider_azbatch.torchx.options import AzureBatchOpts, TorchXOptionError
 from airflow_provider_azbatch.workspace.spec import Workspace
 
-# Every job of this scheduler: `torchx list` asks the service for ids starting with it.
-JOB_ID_PREFIX = "torchx-"
-# Job metadata: the app's name, and its roles (name, task id, replicas, entrypoint) for describe.
-APP_METADATA_KEY = "torchx-app"
-ROLES_METADATA_KEY = "torchx-roles"
 RANK0_ENV = "TORCHX_RANK0_HOST"
 REPLICA_ENV = "TORCHX_REPLICA_ID"
 # Resource.capabilities the scheduler understands.
@@ -222,9 +219,6 @@ def role_task(
     }
     if containers and role.image:
         spec["image"] = role.image
-        run_options = _mount_options(role)
-        if run_options:
-            spec["overrides"] = {"containerSettings": {"containerRunOptions": run_options}}
     elif role.mounts:
         raise AzureBatchValidationError(
             f"role '{role.name}' mounts", "apply to a role's container: leave containers=True (the default)"
@@ -349,10 +343,16 @@ def job_request(
         )
     if opts.priority is not None and not -1000 <= opts.priority <= 1000:
         raise TorchXOptionError("priority", f"is {opts.priority}: give -1000 to 1000")
+    # Bind and device mounts are container run options, which the provider sets for the whole job.
+    mounts = {options for options in (_mount_options(role) for role in app.roles) if options}
+    if len(mounts) > 1:
+        raise AzureBatchValidationError(
+            "role mounts", "differ between roles: every role of an app gets the same bind and device mounts here"
+        )
     request = JobRequest(
         pool=pool,
         tasks=tasks,
-        containers=ContainerOptions(registry_conn_id=opts.registry_conn_id),
+        containers=ContainerOptions(registry_conn_id=opts.registry_conn_id, run_options=next(iter(mounts), None)),
         blob=BlobOptions(output_container=opts.log_container if keep_logs else None, logs_prefix="torchx"),
         job_id=job_id,
         display_name=app.name,
@@ -362,11 +362,3 @@ def job_request(
     )
     request.check(rendered=True)
     return request
-
-
-def roles_of(metadata: Mapping[str, str]) -> list[tuple[str, str, int, str]]:
-    """(role name, task id, replicas, entrypoint) of each role, from the job's metadata."""
-    try:
-        return [(str(n), str(t), int(r), str(e)) for n, t, r, e in json.loads(metadata.get(ROLES_METADATA_KEY, "[]"))]
-    except (ValueError, TypeError):
-        return []

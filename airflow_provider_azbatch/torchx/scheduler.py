@@ -25,6 +25,7 @@ from torchx.specs import AppDef, AppDryRunInfo, AppState, CfgVal, ReplicaStatus,
 from torchx.workspace.api import WorkspaceMixin
 
 from airflow_provider_azbatch.torchx.account import Account, split_app_id
+from airflow_provider_azbatch.torchx.names import APP_METADATA_KEY, JOB_ID_PREFIX, roles_of
 from airflow_provider_azbatch.torchx.options import AzureBatchOpts
 from airflow_provider_azbatch.torchx.states import CANCEL_REASON, CANCEL_REASONS, Counts, app_state, replica_state
 
@@ -94,11 +95,11 @@ class AzureBatchScheduler(WorkspaceMixin[None], Scheduler[AzureBatchOpts]):
 
     # -- run -----------------------------------------------------------------------------------------------
     def _submit_dryrun(self, app: AppDef, cfg: AzureBatchOpts) -> AppDryRunInfo[AzureBatchJob, AzureBatchOpts]:
+        account = Account.of(cfg)
+        hook = self._hook(account)  # imports Airflow, with its log lines kept off stdout
         from airflow_provider_azbatch.torchx.mapping import job_request, new_job_id
         from airflow_provider_azbatch.torchx.preview import preview
 
-        account = Account.of(cfg)
-        hook = self._hook(account)
         job_id = new_job_id(app.name)
         app_id = account.app_id(job_id)
         request = job_request(
@@ -127,7 +128,6 @@ class AzureBatchScheduler(WorkspaceMixin[None], Scheduler[AzureBatchOpts]):
     def describe(self, app_id: str) -> DescribeAppResponse | None:
         from airflow_provider_azbatch.enums import enum_value
         from airflow_provider_azbatch.torchx.account import portal_url
-        from airflow_provider_azbatch.torchx.mapping import APP_METADATA_KEY, roles_of
 
         hook, job_id = self._job(app_id)
         job = hook.get_job(job_id, select=["id", "state", "executionInfo", "metadata"])
@@ -229,7 +229,6 @@ class AzureBatchScheduler(WorkspaceMixin[None], Scheduler[AzureBatchOpts]):
     def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
         """This scheduler's apps on the account the options name (the service filters on the job id prefix)."""
         from airflow_provider_azbatch.enums import enum_value
-        from airflow_provider_azbatch.torchx.mapping import APP_METADATA_KEY, JOB_ID_PREFIX
 
         account = Account.of(self._resolve_cfg(cfg or {}))
         hook = self._hook(account)
@@ -262,7 +261,6 @@ class AzureBatchScheduler(WorkspaceMixin[None], Scheduler[AzureBatchOpts]):
         streams: Stream | None = None,
     ) -> Iterable[str]:
         from airflow_provider_azbatch.torchx.logs import replica_lines
-        from airflow_provider_azbatch.torchx.mapping import roles_of
 
         hook, job_id = self._job(app_id)
         job = hook.get_job(job_id, select=["id", "metadata"])
