@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from pathlib import Path
 
 import pytest
 from azure.batch import models as m
@@ -107,3 +108,8 @@ def test_a_failing_app_a_cancelled_app_a_followed_log_and_the_workspace(
     wait_for_job(batch_client, job_of(sleeping.handle))
     status = json.loads(torchx("status", "--json", sleeping.handle).out)
     assert status["state"] == "CANCELLED"
+
+
+def test_the_docs_show_the_688_command_these_tests_run():
+    page = (Path(__file__).resolve().parents[2] / "docs" / "howto" / "torchx.md").read_text()
+    assert f"```shell\n{COMMAND_688}\n```" in page
