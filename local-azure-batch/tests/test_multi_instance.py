@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import shlex
+import sys
+import textwrap
 import uuid
 
 import pytest
@@ -138,6 +142,58 @@ def test_coordination_on_every_node_then_the_application_on_the_primary(batch_cl
     assert client.get_node(mpi_pool, primary.id).recent_tasks[-1].subtask_id == 0
     counts = client.get_job_task_counts(job_id)
     assert (counts.task_counts.succeeded, counts.task_slot_counts.succeeded) == (1, 1)
+    client.begin_delete_job(job_id, polling_interval=1).result()
+
+
+# The master listens on its node's address (AZ_BATCH_MASTER_NODE's host) and the other node connects to it from
+# its own address; the master prints whom it heard from where. The port is a free one the master picked.
+MEET = textwrap.dedent(
+    """
+    import os, pathlib, socket, sys, time
+    port_file = pathlib.Path(sys.argv[1])
+    master = os.environ["AZ_BATCH_MASTER_NODE"].rsplit(":", 1)[0]
+    if os.environ["AZ_BATCH_IS_CURRENT_NODE_MASTER"] == "true":
+        with socket.create_server((master, 0)) as server:
+            server.settimeout(30)
+            port_file.with_suffix(".tmp").write_text(str(server.getsockname()[1]))
+            port_file.with_suffix(".tmp").rename(port_file)
+            peer, (address, _) = server.accept()
+            with peer:
+                print(f"{server.getsockname()[0]} heard {peer.recv(200).decode()} from {address}")
+    else:
+        (own,) = (host for host in os.environ["AZ_BATCH_HOST_LIST"].split(",") if host != master)
+        deadline = time.monotonic() + 30
+        while not port_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        port = int(port_file.read_text())
+        with socket.create_connection((master, port), timeout=30, source_address=(own, 0)) as client:
+            client.sendall(os.environ["AZ_BATCH_NODE_ID"].encode())
+    """
+)
+
+
+def test_each_node_has_its_own_loopback_address_and_reaches_the_others_on_it(batch_client, mpi_pool, tmp_path):
+    client = batch_client
+    addresses = [ipaddress.ip_address(node.ip_address) for node in client.list_nodes(mpi_pool)]
+    assert len(set(addresses)) == 2
+    assert all(address.is_loopback and address != ipaddress.ip_address("127.0.0.1") for address in addresses)
+    script = tmp_path / "meet.py"
+    script.write_text(MEET)
+    job_id = _job(client, mpi_pool)
+    coordination = shlex.join([sys.executable, str(script), str(tmp_path / "port")])
+    task = m.BatchTaskCreateOptions(
+        id="meet",
+        command_line="true",
+        multi_instance_settings=m.MultiInstanceSettings(number_of_instances=2, coordination_command_line=coordination),
+    )
+    client.create_task(job_id, task)
+    task = wait_until(lambda: _completed(client, job_id, "meet"), what="multi-instance task")
+    assert task.execution_info.exit_code == 0
+    nodes = {node.id: node for node in client.list_nodes(mpi_pool)}
+    primary = nodes.pop(task.node_info.node_id)
+    (other,) = nodes.values()
+    stdout = b"".join(client.download_task_file(job_id, "meet", "stdout.txt")).decode()
+    assert stdout == f"{primary.ip_address} heard {other.id} from {other.ip_address}\n"
     client.begin_delete_job(job_id, polling_interval=1).result()
 
 

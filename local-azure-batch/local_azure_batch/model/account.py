@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from local_azure_batch.runner.process import ProcessRunner
 from local_azure_batch.runner.transfers import BlobTransfers, TransferAgent
 
+from .addresses import NodeAddresses
 from .errors import not_found
 from .jobs import Job
 from .pools import CREATING, ComputeNode, Pool
@@ -68,6 +69,7 @@ class Account:
         self.transfers: TransferAgent = transfers or BlobTransfers()
         self.pools: dict[str, Pool] = {}
         self.jobs: dict[str, Job] = {}
+        self.node_addresses = NodeAddresses()
         # Set when something may let a task start (a node became idle, a task was added, ...).
         self.wake = asyncio.Event()
         self.closing = False
@@ -127,6 +129,12 @@ class Account:
         if node is None or node.state == CREATING:
             raise not_found("Node")
         return node
+
+    def new_node_address(self) -> str:
+        """A loopback address for a node being allocated, held by no other node."""
+        return self.node_addresses.take(
+            lambda: {node.ip_address for pool in self.pools.values() for node in pool.nodes.values()}
+        )
 
     def pool_of(self, job: Job) -> Pool | None:
         return self.pools.get((job.pool_id or "").lower())

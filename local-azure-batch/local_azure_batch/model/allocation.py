@@ -65,7 +65,13 @@ class Allocation:
                     free -= allowed
                 for _ in range(allowed):
                     pool.node_counter += 1
-                    node = ComputeNode(pool, pool.node_counter, dedicated, self.account.settings.task_root)
+                    node = ComputeNode(
+                        pool,
+                        pool.node_counter,
+                        dedicated,
+                        self.account.settings.task_root,
+                        self.account.new_node_address(),
+                    )
                     pool.nodes[node.id] = node
                     self.account.spawn(self._boot(node))
             elif target < len(members):

@@ -162,7 +162,7 @@ def check_autoscale_interval(spec: dict[str, Any], path: str = "") -> None:
 
 
 class ComputeNode:
-    def __init__(self, pool: Pool, index: int, dedicated: bool, task_root: Path) -> None:
+    def __init__(self, pool: Pool, index: int, dedicated: bool, task_root: Path, ip_address: str) -> None:
         digest = hashlib.sha256(f"{pool.id}/{index}/{uuid.uuid4()}".encode()).hexdigest()
         self.id = f"tvmps_{digest}_{'d' if dedicated else 'p'}"
         self.pool = pool
@@ -172,7 +172,8 @@ class ComputeNode:
         self.state_time = utcnow()
         self.allocation_time = self.state_time
         self.last_boot_time: datetime | None = None
-        self.ip_address = f"10.0.{index // 250}.{index % 250 + 4}"
+        # Its own loopback address (model.addresses), reachable from the other nodes.
+        self.ip_address = ip_address
         self.dirs = NodeDirs.for_node(task_root, pool.id, self.id)
         self.running: dict[int, Task] = {}
         self.running_slots = 0
