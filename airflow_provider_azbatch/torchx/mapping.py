@@ -39,6 +39,7 @@ from airflow_provider_azbatch.workspace.spec import Workspace
 
 RANK0_ENV = "TORCHX_RANK0_HOST"
 REPLICA_ENV = "TORCHX_REPLICA_ID"
+HOST_ENV = "TORCHX_REPLICA_HOST"
 # Resource.capabilities the scheduler understands.
 CAPABILITIES = ("vm_size", "gpu_kind", "low_priority", "os_image")
 
@@ -177,11 +178,26 @@ def _replica_role(role: Role, app_id: str, replica: int) -> Role:
     return macros.Values(img_root="", app_id=app_id, replica_id=str(replica), rank0_env=RANK0_ENV).apply(role)
 
 
+# On a node of a multi-instance task: its own address (the host list's entry at the replica's position), and
+# torchrun's defaults for it (torchrun reads every argument from PET_<NAME> when it is not on its command line;
+# a role's own values win): where this node's agent listens, and that the primary hosts the rendezvous store
+# (torch would otherwise decide by the host name, which every node of the local Batch service shares).
+_NODE_EXPORTS = "\n".join(
+    [
+        f'export {HOST_ENV}="$(printf \'%s\' "$AZ_BATCH_HOST_LIST" | cut -d, -f$(( {REPLICA_ENV} + 1 )))"',
+        f'export PET_LOCAL_ADDR="${{PET_LOCAL_ADDR:-${HOST_ENV}}}"',
+        'export PET_RDZV_CONF="${PET_RDZV_CONF:-is_host=$AZ_BATCH_IS_CURRENT_NODE_MASTER}"',
+    ]
+)
+
+
 def _script(role: Role, exports: Mapping[str, str], *, multi: bool, workspace: bool, replica: int) -> str:
     lines = [
         f'export {RANK0_ENV}="${{AZ_BATCH_MASTER_NODE%:*}}"' if multi else f"export {RANK0_ENV}=localhost",
     ]
-    if not multi:
+    if multi:
+        lines.append(_NODE_EXPORTS)
+    else:
         lines.append(f"export {REPLICA_ENV}={replica}")
     lines += [f"export {name}={shlex.quote(value)}" for name, value in exports.items()]
     if workspace:

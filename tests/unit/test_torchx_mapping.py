@@ -70,7 +70,10 @@ def test_replicas_run_on_every_node_with_their_own_replica_id_and_the_bare_rank0
     spec = role_task(
         role(
             entrypoint="sh",
-            args=["-c", f"echo replica={macros.replica_id} rank0=${{{macros.rank0_env}}}"],
+            args=[
+                "-c",
+                f"echo replica={macros.replica_id} rank0=${{{macros.rank0_env}}} host=$TORCHX_REPLICA_HOST $PET_RDZV_CONF",
+            ],
             num_replicas=3,
         ),
         "train",
@@ -84,7 +87,7 @@ def test_replicas_run_on_every_node_with_their_own_replica_id_and_the_bare_rank0
     hosts = "127.1.0.1,127.1.0.2,127.1.0.3"
     # A node of the local Batch service: its replica id is its subtask's number.
     assert run_coordination(spec, tmp_path, host_list=hosts, master=False, task_dir="/n/task/2") == (
-        "replica=2 rank0=127.1.0.1\n"
+        "replica=2 rank0=127.1.0.1 host=127.1.0.3 is_host=false\n"
     )
     # The primary runs replica 0 as the task's own command, not in the coordination command.
     assert run_coordination(spec, tmp_path, host_list=hosts, master=True, task_dir="/n/task") == ""
