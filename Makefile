@@ -75,7 +75,7 @@ COMPAT_PYTEST := $(COMPAT_BIN)/pytest -q -p no:cacheprovider --basetemp=$(CURDIR
 $(COMPAT_STAMP): $(COMPAT_CONSTRAINTS) pyproject.toml $(SERVICE)/pyproject.toml
 	$(PYTHON) -m venv $(COMPAT_VENV)
 	$(COMPAT_BIN)/pip install --quiet --disable-pip-version-check --upgrade "pip>=24"
-	$(COMPAT_BIN)/pip install --quiet --disable-pip-version-check -c $(COMPAT_CONSTRAINTS) -e './$(SERVICE)[test]' -e '.[test]'
+	$(COMPAT_BIN)/pip install --quiet --disable-pip-version-check -c $(COMPAT_CONSTRAINTS) -e './$(SERVICE)[test]' -e '.[test,torchx]'
 	touch $(COMPAT_STAMP)
 
 compat-venv: $(COMPAT_STAMP)

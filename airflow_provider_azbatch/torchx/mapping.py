@@ -181,12 +181,14 @@ def _replica_role(role: Role, app_id: str, replica: int) -> Role:
 # On a node of a multi-instance task: its own address (the host list's entry at the replica's position), and
 # torchrun's defaults for it (torchrun reads every argument from PET_<NAME> when it is not on its command line;
 # a role's own values win): where this node's agent listens, and that the primary hosts the rendezvous store
-# (torch would otherwise decide by the host name, which every node of the local Batch service shares).
+# (added to a role's PET_RDZV_CONF; torch would otherwise decide by the host name, which every node of the
+# local Batch service shares).
 _NODE_EXPORTS = "\n".join(
     [
         f'export {HOST_ENV}="$(printf \'%s\' "$AZ_BATCH_HOST_LIST" | cut -d, -f$(( {REPLICA_ENV} + 1 )))"',
         f'export PET_LOCAL_ADDR="${{PET_LOCAL_ADDR:-${HOST_ENV}}}"',
-        'export PET_RDZV_CONF="${PET_RDZV_CONF:-is_host=$AZ_BATCH_IS_CURRENT_NODE_MASTER}"',
+        'case ",$PET_RDZV_CONF," in *,is_host=*) ;; *) '
+        'export PET_RDZV_CONF="${PET_RDZV_CONF:+$PET_RDZV_CONF,}is_host=$AZ_BATCH_IS_CURRENT_NODE_MASTER";; esac',
     ]
 )
 
