@@ -25,7 +25,10 @@ DISTRIBUTIONS = {
     "rich": "rich",
     "asgiref": "asgiref",
     "async_timeout": "async-timeout",  # before Python 3.11 only
+    "torchx": "torchx-nightly",  # the [torchx] extra only
 }
+# Imported only by the modules an extra installs for (airflow_provider_azbatch/torchx, operators/torchx.py).
+EXTRAS = {"torchx-nightly": "torchx"}
 
 
 def _third_party_imports() -> set[str]:
@@ -72,7 +75,11 @@ def test_the_wheel_is_the_provider_alone(tmp_path):
         metadata = archive.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
         entry_points = archive.read(next(n for n in names if n.endswith(".dist-info/entry_points.txt"))).decode()
     modules = {name.split("/")[0] for name in names if not name.startswith("airflow_provider_azbatch-")}
-    assert modules == {"airflow_provider_azbatch"}
+    # The TorchX scheduler's registration: a portion of the torchx_plugins namespace package (no __init__.py).
+    assert modules == {"airflow_provider_azbatch", "torchx_plugins"}
+    assert [name for name in names if name.startswith("torchx_plugins/")] == [
+        "torchx_plugins/schedulers/azure_batch.py"
+    ]
     assert not any("emulator" in name or "local_azure_batch" in name for name in names)
     assert "airflow_provider_azbatch/py.typed" in names
     assert "airflow_provider_azbatch/compute/data/vm_sizes.json" in names
@@ -88,4 +95,9 @@ def test_the_wheel_is_the_provider_alone(tmp_path):
         if line.startswith("Requires-Dist:") and "extra ==" not in line
     }
     imported = {DISTRIBUTIONS[name] for name in _third_party_imports()}
-    assert required == imported | {"aiohttp"}
+    assert required == (imported - set(EXTRAS)) | {"aiohttp"}
+    for distribution, extra in EXTRAS.items():
+        assert any(
+            line.startswith(f"Requires-Dist: {distribution}") and f'extra == "{extra}"' in line
+            for line in metadata.splitlines()
+        ), f"{distribution} is not in the [{extra}] extra"

@@ -45,7 +45,8 @@ def torchx(workdir: Path) -> Callable[..., Run]:
     """``torchx("status", handle, env={...})``: ``python -m torchx.cli.main status <handle>``."""
 
     def run(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> Run:
-        environment = {**os.environ, **(env or {})}
+        # Workspaces staged apart from the DAG tests', which count the archives of their container.
+        environment = {**os.environ, "AIRFLOW__AZBATCH__WORKSPACE_CONTAINER": "torchx-workspaces", **(env or {})}
         done = subprocess.run(
             [sys.executable, "-m", "torchx.cli.main", *args],
             cwd=workdir,
