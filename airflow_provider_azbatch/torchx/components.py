@@ -25,3 +25,5 @@ def materialize(component: str, args: Sequence[str]) -> AppDef:
         raise AzureBatchValidationError(
             "component_args", f"{list(args)!r} are not arguments of {component} (its usage is in the log above)"
         ) from None
+    except ValueError as exc:  # a value of the wrong form (a dict argument's "k=v,k=v", a number)
+        raise AzureBatchValidationError("component_args", f"cannot be given to {component}: {exc}") from None
