@@ -72,7 +72,8 @@ def test_replicas_run_on_every_node_with_their_own_replica_id_and_the_bare_rank0
             entrypoint="sh",
             args=[
                 "-c",
-                f"echo replica={macros.replica_id} rank0=${{{macros.rank0_env}}} host=$TORCHX_REPLICA_HOST $PET_RDZV_CONF",
+                f"echo replica={macros.replica_id} rank0=${{{macros.rank0_env}}} "
+                "host=$TORCHX_REPLICA_HOST $PET_RDZV_CONF",
             ],
             num_replicas=3,
         ),
