@@ -48,10 +48,11 @@ def main() -> int:
         )
         with_conn = {**base, "AIRFLOW_CONN_AZBATCH_DEFAULT": connection}
         by_url = {**base, "AZURE_BATCH_ACCESS_KEY": batch.account_key}
-        with open(os.path.join(work, ".torchxconfig"), "w") as config:
-            config.write(f"[azure_batch]\naccount_name = {batch.account_name}\n")
         _, out = timed([*torchx, "run", "-s", "azure_batch", "utils.echo"], with_conn, work)
         handle = out.strip()
+        with open(os.path.join(work, ".torchxconfig"), "w") as config:
+            # How a handle naming the account by URL is reached (the local service's name is not its host's).
+            config.write(f"[azure_batch]\naccount_url = {batch.url}\naccount_name = {batch.account_name}\n")
         host = batch.url.split("://", 1)[1]
         url_handle = handle.replace("azbatch_default:", f"http@{host}:")
         cases = {
