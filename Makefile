@@ -10,11 +10,14 @@ TEST_PATH := PATH="$(CURDIR)/$(BIN):$(CURDIR)/node_modules/.bin:$$PATH"
 
 .PHONY: demo test lint typecheck venv clean bench compat compat-venv compat-unit compat-examples compat-deployment
 
-# Both distributions of this repository, editable: the provider and the local Batch service.
+# Both distributions of this repository, editable: the provider and the local Batch service; and PyTorch for
+# the two-node rendezvous test (tests/workloads/test_torch_rendezvous.py), only in this venv. constraints.txt
+# pins its CPU build, torch==2.13.0+cpu (Python 3.11), so a CUDA build is never chosen: where that wheel is
+# not on the machine, it comes from PyTorch's CPU index (PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu).
 $(STAMP): pyproject.toml $(SERVICE)/pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check --upgrade "pip>=24"
-	$(BIN)/pip install --quiet --disable-pip-version-check -c constraints.txt -e './$(SERVICE)[test]' -e '.[test,dev,torchx]'
+	$(BIN)/pip install --quiet --disable-pip-version-check -c constraints.txt -e './$(SERVICE)[test]' -e '.[test,dev,torchx]' torch
 	touch $(STAMP)
 
 $(AZURITE): package.json package-lock.json
