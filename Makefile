@@ -17,7 +17,7 @@ TEST_PATH := PATH="$(CURDIR)/$(BIN):$(CURDIR)/node_modules/.bin:$$PATH"
 $(STAMP): pyproject.toml $(SERVICE)/pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check --upgrade "pip>=24"
-	$(BIN)/pip install --quiet --disable-pip-version-check -c constraints.txt -e './$(SERVICE)[test]' -e '.[test,dev]' torch
+	$(BIN)/pip install --quiet --disable-pip-version-check -c constraints.txt -e './$(SERVICE)[test]' -e '.[test,dev,torchx]' torch
 	touch $(STAMP)
 
 $(AZURITE): package.json package-lock.json
@@ -93,7 +93,7 @@ COMPAT_PYTEST := $(COMPAT_BIN)/pytest -q -p no:cacheprovider --basetemp=$(CURDIR
 $(COMPAT_STAMP): $(COMPAT_CONSTRAINTS) pyproject.toml $(SERVICE)/pyproject.toml
 	$(PYTHON) -m venv $(COMPAT_VENV)
 	$(COMPAT_BIN)/pip install --quiet --disable-pip-version-check --upgrade "pip>=24"
-	$(COMPAT_BIN)/pip install --quiet --disable-pip-version-check -c $(COMPAT_CONSTRAINTS) -e './$(SERVICE)[test]' -e '.[test]'
+	$(COMPAT_BIN)/pip install --quiet --disable-pip-version-check -c $(COMPAT_CONSTRAINTS) -e './$(SERVICE)[test]' -e '.[test,torchx]'
 	touch $(COMPAT_STAMP)
 
 compat-venv: $(COMPAT_STAMP)

@@ -6,9 +6,10 @@
   image; runs in parallel each get the code they were started with.
 - ``prepare`` fans out one task per shard on a shared CPU pool (created from requirements if missing,
   autoscaled from zero) and uploads the shards to the ``datasets`` container.
-- ``train`` runs in a container image on a pool made for the job from GPU requirements (deleted with
-  it) as one 2-node task: every node runs the coordination command, then the primary trains and the
-  model goes to the ``models`` container.
+- ``train`` is a TorchX app (``AzureBatchTorchXOperator``): one role of 2 replicas in a container image, on a
+  pool made for the job from the role's resources (GPUs; deleted with it), run as one 2-node task in which
+  every replica gets its own ``$TORCHX_REPLICA_ID`` and the primary's address as ``$TORCHX_RANK0_HOST``;
+  replica 0 trains and the model goes to the ``models`` container.
 - ``evaluate`` is a Python function run on the CPU pool (``@task.azure_batch``): it gets the model from
   Blob, imports the evaluation code from the workspace and returns the model's metrics, which come back as
   XCom; ``promote_or_hold`` branches on them.
@@ -23,8 +24,10 @@ from __future__ import annotations
 from datetime import datetime
 
 from airflow.sdk import DAG, task
+from torchx import specs
 
 from airflow_provider_azbatch.operators.job import AzureBatchJobOperator
+from airflow_provider_azbatch.operators.torchx import AzureBatchTorchXOperator
 from airflow_provider_azbatch.pools import BatchPool
 
 # [START tutorial_training_setup]
@@ -63,23 +66,35 @@ with DAG(
     # [END tutorial_training_prepare]
 
     # [START tutorial_training_train]
-    train = AzureBatchJobOperator(
-        task_id="train",
-        batch_pool=BatchPool.auto(requirements={"gpus": 4, "gpu_kind": "A100", "memory": "64Gi"}, max_nodes=2),
+    # [START howto_torchx_operator]
+    # One role, 2 replicas (one node each): the role's resources pick the pool's VM size. Every replica runs in
+    # the workspace; inputs and outputs are the task's, in the primary's working directory.
+    trainer = specs.Role(
+        name="main",
         image="mcr.microsoft.com/azureml/openmpi4.1.0-cuda11.8-cudnn8-ubuntu22.04:latest",
-        num_nodes=2,
-        coordination_command=(
-            'echo "node ready: master=$AZ_BATCH_MASTER_NODE hosts=$AZ_BATCH_HOST_LIST '
-            'is_master=$AZ_BATCH_IS_CURRENT_NODE_MASTER"'
-        ),
+        entrypoint="sh",
+        args=[
+            "-c",
+            'echo "node ready: master=$AZ_BATCH_MASTER_NODE hosts=$AZ_BATCH_HOST_LIST replica=$TORCHX_REPLICA_ID '
+            'rank0=$TORCHX_RANK0_HOST is_master=$AZ_BATCH_IS_CURRENT_NODE_MASTER"; '
+            '[ "$TORCHX_REPLICA_ID" = 0 ] || exit 0; '
+            'exec python3 train.py --data "$AZ_BATCH_TASK_WORKING_DIR/data" '
+            '--model-dir "$AZ_BATCH_TASK_WORKING_DIR/model" --epochs 20',
+        ],
+        num_replicas=2,
+        resource=specs.Resource(cpu=1, gpu=4, memMB=64 * 1024, capabilities={"gpu_kind": "A100"}),
+    )
+    train = AzureBatchTorchXOperator(
+        task_id="train",
+        app=specs.AppDef("train", roles=[trainer]),
         workspace=CODE,
-        command="python3 workspace/train.py --data data --model-dir model --epochs 20",
         inputs=[{"container": "datasets", "prefix": f"prepared/{RUN}/", "path": "data"}],
         outputs=[{"pattern": "model/*", "path": f"runs/{RUN}"}],
         output_container="models",
         max_wall_clock=4 * 3600,
         poll_interval=1,
     )
+    # [END howto_torchx_operator]
     # [END tutorial_training_train]
 
     # [START tutorial_training_evaluate]

@@ -27,7 +27,10 @@ DISTRIBUTIONS = {
     "async_timeout": "async-timeout",  # before Python 3.11 only
 }
 # Imported only by what an extra installs: the distribution and the extra that brings it.
-OPTIONAL = {"local_azure_batch": ("local-azure-batch", "local")}  # azbatch-dev (devenv/)
+OPTIONAL = {
+    "local_azure_batch": ("local-azure-batch", "local"),  # azbatch-dev (devenv/)
+    "torchx": ("torchx-nightly", "torchx"),  # airflow_provider_azbatch/torchx, operators/torchx.py
+}
 
 
 def _third_party_imports() -> set[str]:
@@ -74,7 +77,11 @@ def test_the_wheel_is_the_provider_alone(tmp_path):
         metadata = archive.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
         entry_points = archive.read(next(n for n in names if n.endswith(".dist-info/entry_points.txt"))).decode()
     modules = {name.split("/")[0] for name in names if not name.startswith("airflow_provider_azbatch-")}
-    assert modules == {"airflow_provider_azbatch"}
+    # The TorchX scheduler's registration: a portion of the torchx_plugins namespace package (no __init__.py).
+    assert modules == {"airflow_provider_azbatch", "torchx_plugins"}
+    assert [name for name in names if name.startswith("torchx_plugins/")] == [
+        "torchx_plugins/schedulers/azure_batch.py"
+    ]
     assert not any("emulator" in name or "local_azure_batch" in name for name in names)
     assert "airflow_provider_azbatch/py.typed" in names
     assert "airflow_provider_azbatch/compute/data/vm_sizes.json" in names

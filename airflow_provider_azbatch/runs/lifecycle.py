@@ -62,7 +62,7 @@ class JobRun:
         self._kill_thread: threading.Thread | None = None
 
     # -- submit or reattach ---------------------------------------------------------------------------
-    def prepare(self, request: JobRequest, where: TaskInstanceRef) -> JobSubmission:
+    def prepare(self, request: JobRequest, where: TaskInstanceRef | None) -> JobSubmission:
         """Check everything and prepare (pool, storage access, registry, workspaces); nothing is submitted."""
         with self._explained_failures():
             return build_submission(self.hook, request, where, self.log)

@@ -43,13 +43,23 @@ class TaskInstanceRef:
         )
 
 
-def build_submission(hook: Any, request: JobRequest, where: TaskInstanceRef, log: Any) -> JobSubmission:
-    """Everything checked and prepared (pool, storage access, registry) before anything is submitted."""
+def build_submission(hook: Any, request: JobRequest, where: TaskInstanceRef | None, log: Any) -> JobSubmission:
+    """Everything checked and prepared (pool, storage access, registry) before anything is submitted.
+
+    ``where``: the Airflow task instance submitting; None outside Airflow (the TorchX scheduler: the request
+    names its job, and relative workspaces are found from the current directory)."""
     checked = request.check(rendered=True)
     specs, metadata = checked.specs, checked.metadata
-    job_id = request.job_id or default_job_id(where.dag_id, where.task_id, where.run_id, where.map_index)
-    # Which task instance submitted the job: the command line finds and filters jobs by it.
-    metadata.update(task_instance_metadata(where.dag_id, where.task_id, where.run_id, where.map_index))
+    if where is None:
+        if not request.job_id:
+            raise ValueError("a job submitted outside an Airflow task needs its job_id")
+        job_id = str(request.job_id)
+        base_dir = Path(".")
+    else:
+        job_id = request.job_id or default_job_id(where.dag_id, where.task_id, where.run_id, where.map_index)
+        # Which task instance submitted the job: the command line finds and filters jobs by it.
+        metadata.update(task_instance_metadata(where.dag_id, where.task_id, where.run_id, where.map_index))
+        base_dir = where.dag_folder
     sas_lifetime = timedelta(hours=config.get_float("sas_hours"))
     registry = registry_credentials(hook, request.containers)
     side_tasks = [side for side in (checked.job_preparation, checked.job_release) if side is not None]
@@ -65,7 +75,7 @@ def build_submission(hook: Any, request: JobRequest, where: TaskInstanceRef, log
     )
     extras.files = stage_files(hook, request.files_for_tasks, sas_lifetime, log)
     extras.workspaces, packed = stage_workspaces(
-        hook, [*specs, *side_tasks], checked.workspace, where.dag_folder, sas_lifetime, log
+        hook, [*specs, *side_tasks], checked.workspace, base_dir, sas_lifetime, log
     )
     pool_id, auto_pool = prepare_pool(
         hook,

@@ -1,0 +1,382 @@
+"""A TorchX AppDef as the operator's :class:`~airflow_provider_azbatch.submission.request.JobRequest`.
+
+- Each role is one Batch task (its id from the role's name, its display name the name itself); a role with
+  ``num_replicas > 1`` is a multi-instance task: the primary node runs replica 0 as the task's command, and
+  the coordination command starts the role on every other node in the background. Every replica gets its own
+  macros: ``replica_id`` (the node's position in ``AZ_BATCH_HOST_LIST``; the primary's is 0), ``app_id`` (the
+  full app id, as in ``TORCHX_JOB_ID``), ``rank0_env`` = ``TORCHX_RANK0_HOST``, which holds the primary's bare
+  address (``AZ_BATCH_MASTER_NODE`` without its port; ``localhost`` for a single replica).
+- Commands are quoted (``shlex``) and handed to ``/bin/sh -c`` by the provider: Batch runs no shell itself.
+- Resources pick the pool's VM size through :mod:`airflow_provider_azbatch.compute`: one pool serves every role,
+  so its nodes must satisfy the largest of them; a role no size satisfies is refused naming the role.
+- ``env``, ``max_retries`` (the task's retries), ``metadata`` (the job's), bind and device mounts (container
+  run options, the same for every role) are expressed; what Batch cannot express is refused before anything
+  is submitted.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import shlex
+import string
+from collections.abc import Callable, Mapping
+from datetime import timedelta
+from typing import Any
+
+from torchx.specs import AppDef, BindMount, DeviceMount, Resource, RetryPolicy, Role, macros
+
+from airflow_provider_azbatch.compute import ComputeSpecError, ResourceRequirements, pool_spec_from_requirements
+from airflow_provider_azbatch.exceptions import AzureBatchValidationError
+from airflow_provider_azbatch.pools.strategy import BatchPool, PoolStrategyError
+from airflow_provider_azbatch.submission.options import BlobOptions, ContainerOptions
+from airflow_provider_azbatch.submission.request import JobRequest
+from airflow_provider_azbatch.submission.validation import MAX_ID_LENGTH
+from airflow_provider_azbatch.torchx.names import APP_METADATA_KEY, JOB_ID_PREFIX, ROLES_METADATA_KEY
+from airflow_provider_azbatch.torchx.options import AzureBatchOpts, TorchXOptionError
+from airflow_provider_azbatch.workspace.spec import Workspace
+
+RANK0_ENV = "TORCHX_RANK0_HOST"
+REPLICA_ENV = "TORCHX_REPLICA_ID"
+HOST_ENV = "TORCHX_REPLICA_HOST"
+# Resource.capabilities the scheduler understands.
+CAPABILITIES = ("vm_size", "gpu_kind", "low_priority", "os_image")
+
+# The node's position in AZ_BATCH_HOST_LIST: its own address among the machine's (`hostname -I`), else the
+# subtask's number, the name of its task directory (a node of the local Batch service has a loopback address
+# of its own, which the machine does not list).
+_REPLICA_INDEX = """\
+TORCHX_REPLICA_ID=
+i=0
+for h in $(printf '%s' "$AZ_BATCH_HOST_LIST" | tr ',' ' '); do
+  case " $(hostname -I 2>/dev/null) " in *" $h "*) TORCHX_REPLICA_ID=$i;; esac
+  i=$((i+1))
+done
+[ -n "$TORCHX_REPLICA_ID" ] || TORCHX_REPLICA_ID=$(basename "$AZ_BATCH_TASK_DIR")
+export TORCHX_REPLICA_ID"""
+
+
+def new_job_id(app_name: str) -> str:
+    """``torchx-<app name>-<random>``: unique, and found by `torchx list` through its prefix."""
+    suffix = "".join(secrets.choice(string.ascii_lowercase + string.digits) for _ in range(10))
+    head = _clean(app_name, MAX_ID_LENGTH - len(JOB_ID_PREFIX) - len(suffix) - 1) or "app"
+    return f"{JOB_ID_PREFIX}{head}-{suffix}"
+
+
+def _clean(name: str, limit: int) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", name).strip("-")[:limit].strip("-")
+
+
+def task_ids(roles: list[Role]) -> list[str]:
+    """A Batch task id per role, unique without case (the service compares ids so)."""
+    ids: list[str] = []
+    for index, role in enumerate(roles):
+        task_id = _clean(role.name, MAX_ID_LENGTH) or f"role-{index}"
+        if task_id.lower() in {seen.lower() for seen in ids}:
+            task_id = f"{task_id[: MAX_ID_LENGTH - 4]}-{index}"
+        ids.append(task_id)
+    return ids
+
+
+# -- resources ---------------------------------------------------------------------------------------------
+def requirements_of(role: Role) -> tuple[ResourceRequirements, str | None]:
+    """(what one replica needs of a node, a VM size the role names); refused naming the role."""
+    resource: Resource = role.resource
+    where = f"role '{role.name}' resource"
+    unknown = sorted(key for key in resource.capabilities if key not in CAPABILITIES)
+    if unknown:
+        raise AzureBatchValidationError(
+            f"{where}.capabilities",
+            f"has {', '.join(unknown)}, which Azure Batch does not understand: use {', '.join(CAPABILITIES)}",
+        )
+    if resource.devices:
+        raise AzureBatchValidationError(
+            f"{where}.devices",
+            f"asks for {', '.join(sorted(resource.devices))}: Azure Batch gives a task a whole VM, not devices; "
+            "ask for gpus, or a vm_size capability with the hardware",
+        )
+    caps = resource.capabilities
+    cpus = resource.cpu if resource.cpu > 0 else 1
+    memory_gib = resource.memMB / 1024 if resource.memMB > 0 else 1
+    gpus = resource.gpu if resource.gpu > 0 else 0
+    try:
+        requirements = ResourceRequirements(
+            cpus=cpus,
+            memory_gib=memory_gib,
+            gpus=gpus,
+            gpu_kind=caps.get("gpu_kind"),
+            low_priority=bool(caps.get("low_priority", False)),
+            **({"os_image": caps["os_image"]} if "os_image" in caps else {}),
+        )
+    except ComputeSpecError as exc:
+        raise AzureBatchValidationError(where, str(exc)) from None
+    vm_size = caps.get("vm_size")
+    return requirements, str(vm_size) if vm_size else None
+
+
+def _fits_some_size(role: Role, requirements: ResourceRequirements, vm_size: str | None) -> None:
+    try:
+        pool_spec_from_requirements(requirements, max_nodes=max(role.num_replicas, 1), vm_size=vm_size)
+    except ComputeSpecError as exc:
+        raise AzureBatchValidationError(
+            f"role '{role.name}' resource",
+            f"(cpu={role.resource.cpu}, memMB={role.resource.memMB}, gpu={role.resource.gpu}) cannot run on Azure "
+            f"Batch: {exc}. Ask for less (the component's resource arguments, e.g. -h or --cpu/--memMB), or name "
+            "a VM size that has it (-cfg vm_size=...)",
+        ) from None
+
+
+def pool_of(app: AppDef, opts: AzureBatchOpts) -> BatchPool:
+    """The app's pool: an existing one, a shared one, or one made for it from its roles' resources."""
+    if opts.pool_id and opts.shared_pool:
+        raise TorchXOptionError("shared_pool", "cannot be given with pool_id: give one of them")
+    sizes = [requirements_of(role) for role in app.roles]
+    for role, (requirements, vm_size) in zip(app.roles, sizes, strict=True):
+        _fits_some_size(role, requirements, opts.vm_size or vm_size)
+    named = {vm_size for _, vm_size in sizes if vm_size}
+    if len(named) > 1:
+        raise AzureBatchValidationError(
+            "resource.capabilities.vm_size", f"differs between roles ({', '.join(sorted(named))}): one pool runs them"
+        )
+    kinds = {req.gpu_kind for req, _ in sizes if req.gpu_kind}
+    if len(kinds) > 1:
+        raise AzureBatchValidationError(
+            "resource.capabilities.gpu_kind", f"differs between roles ({', '.join(sorted(kinds))}): one pool runs them"
+        )
+    # One pool runs every role: its nodes fit the largest.
+    combined = ResourceRequirements(
+        cpus=max(req.cpus for req, _ in sizes),
+        memory_gib=max(req.memory_gib for req, _ in sizes),
+        gpus=max(req.gpus for req, _ in sizes),
+        gpu_kind=next(iter(kinds), None),
+        low_priority=opts.low_priority or any(req.low_priority for req, _ in sizes),
+        os_image=sizes[0][0].os_image,
+    )
+    vm_size = opts.vm_size or next(iter(named), None)
+    replicas = sum(role.num_replicas for role in app.roles)
+    max_nodes = opts.max_nodes if opts.max_nodes is not None else replicas
+    widest = max(role.num_replicas for role in app.roles)
+    if max_nodes < widest:
+        raise TorchXOptionError(
+            "max_nodes", f"is {max_nodes}, but a role runs {widest} replicas at once (one node each): raise it"
+        )
+    try:
+        if opts.pool_id:
+            return BatchPool.existing(opts.pool_id, requirements=combined if vm_size is None else None)
+        if opts.shared_pool:
+            return BatchPool.shared(
+                opts.shared_pool, combined, max_nodes=max_nodes, autoscale=opts.autoscale, vm_size=vm_size
+            )
+        return BatchPool.auto(combined, max_nodes=max_nodes, vm_size=vm_size, prefix="torchx")
+    except PoolStrategyError as exc:
+        raise AzureBatchValidationError("pool", str(exc)) from None
+
+
+# -- commands ----------------------------------------------------------------------------------------------
+def _replica_role(role: Role, app_id: str, replica: int) -> Role:
+    return macros.Values(img_root="", app_id=app_id, replica_id=str(replica), rank0_env=RANK0_ENV).apply(role)
+
+
+# On a node of a multi-instance task: its own address (the host list's entry at the replica's position), and
+# torchrun's defaults for it (torchrun reads every argument from PET_<NAME> when it is not on its command line;
+# a role's own values win): where this node's agent listens, and that the primary hosts the rendezvous store
+# (added to a role's PET_RDZV_CONF; torch would otherwise decide by the host name, which every node of the
+# local Batch service shares).
+_NODE_EXPORTS = "\n".join(
+    [
+        f'export {HOST_ENV}="$(printf \'%s\' "$AZ_BATCH_HOST_LIST" | cut -d, -f$(( {REPLICA_ENV} + 1 )))"',
+        f'export PET_LOCAL_ADDR="${{PET_LOCAL_ADDR:-${HOST_ENV}}}"',
+        'case ",$PET_RDZV_CONF," in *,is_host=*) ;; *) '
+        'export PET_RDZV_CONF="${PET_RDZV_CONF:+$PET_RDZV_CONF,}is_host=$AZ_BATCH_IS_CURRENT_NODE_MASTER";; esac',
+    ]
+)
+
+
+def _script(role: Role, exports: Mapping[str, str], *, multi: bool, workspace: bool, replica: int) -> str:
+    lines = [
+        f'export {RANK0_ENV}="${{AZ_BATCH_MASTER_NODE%:*}}"' if multi else f"export {RANK0_ENV}=localhost",
+    ]
+    if multi:
+        lines.append(_NODE_EXPORTS)
+    else:
+        lines.append(f"export {REPLICA_ENV}={replica}")
+    lines += [f"export {name}={shlex.quote(value)}" for name, value in exports.items()]
+    if workspace:
+        # Where torchx's other schedulers run a role: in its workspace.
+        lines.append('cd "$AZBATCH_WORKSPACE"')
+    lines.append("exec " + shlex.join([role.entrypoint, *role.args]))
+    return "\n".join(lines)
+
+
+def role_task(
+    role: Role, task_id: str, app_id: str, *, workspace: Workspace | None, containers: bool, single_role: bool
+) -> dict[str, Any]:
+    """The role as one Batch task (a multi-instance task for several replicas)."""
+    _check_role(role, single_role)
+    replicas = [_replica_role(role, app_id, index) for index in range(role.num_replicas)]
+    # Variables every replica has alike go to the task; those the replica_id macro makes differ are exported.
+    common = {name: value for name, value in replicas[0].env.items() if all(r.env.get(name) == value for r in replicas)}
+    multi = role.num_replicas > 1
+    scripts = [
+        _script(
+            replica,
+            {name: value for name, value in replica.env.items() if name not in common},
+            multi=multi,
+            workspace=workspace is not None,
+            replica=index,
+        )
+        for index, replica in enumerate(replicas)
+    ]
+    spec: dict[str, Any] = {
+        "id": task_id,
+        "command_line": scripts[0] if not multi else f"export {REPLICA_ENV}=0\n{scripts[0]}",
+        "display_name": role.name,
+        "environment": common,
+        "num_nodes": role.num_replicas,
+    }
+    if containers and role.image:
+        spec["image"] = role.image
+    elif role.mounts:
+        raise AzureBatchValidationError(
+            f"role '{role.name}' mounts", "apply to a role's container: leave containers=True (the default)"
+        )
+    if role.max_retries:
+        spec["max_retries"] = role.max_retries
+    if workspace is not None:
+        spec["workspace"] = workspace
+    if multi:
+        others = scripts[1:]
+        if all(script == others[0] for script in others):
+            start = f"( {others[0]} ) </dev/null &"
+        else:
+            branches = "\n".join(f"  {index}) ( {script} ) </dev/null & ;;" for index, script in enumerate(others, 1))
+            start = f'case "$TORCHX_REPLICA_ID" in\n{branches}\nesac'
+        spec["coordination_command"] = (
+            f'if [ "$AZ_BATCH_IS_CURRENT_NODE_MASTER" != true ]; then\n{_REPLICA_INDEX}\n{start}\nfi'
+        )
+    return spec
+
+
+def _check_role(role: Role, single_role: bool) -> None:
+    where = f"role '{role.name}'"
+    if role.min_replicas is not None and role.min_replicas != role.num_replicas:
+        raise AzureBatchValidationError(
+            f"{where} min_replicas",
+            f"is {role.min_replicas} with num_replicas={role.num_replicas}: Azure Batch runs a fixed number of "
+            "replicas, not an elastic range; give one number (e.g. -j 2x1, not -j 1:2x1)",
+        )
+    if role.retry_policy == RetryPolicy.REPLICA and role.num_replicas > 1 and role.max_retries:
+        raise AzureBatchValidationError(
+            f"{where} retry_policy",
+            "is REPLICA: Azure Batch retries a multi-instance task on all its nodes; use RetryPolicy.ROLE",
+        )
+    if role.retry_policy == RetryPolicy.APPLICATION and not single_role and role.max_retries:
+        raise AzureBatchValidationError(
+            f"{where} retry_policy",
+            "is APPLICATION: Azure Batch retries each role's task by itself; use RetryPolicy.ROLE",
+        )
+
+
+def _mount_options(role: Role) -> str:
+    options = []
+    for index, mount in enumerate(role.mounts):
+        if isinstance(mount, BindMount):
+            target = f"{mount.src_path}:{mount.dst_path}" + (":ro" if mount.read_only else "")
+            options.append(f"--volume {shlex.quote(target)}")
+        elif isinstance(mount, DeviceMount):
+            options.append(f"--device {shlex.quote(f'{mount.src_path}:{mount.dst_path}:{mount.permissions}')}")
+        else:
+            raise AzureBatchValidationError(
+                f"role '{role.name}' mounts[{index}]",
+                f"is a {type(mount).__name__}: Azure Batch mounts storage on the pool, not per task. Run on a pool "
+                "with the mount (pool_id=, its mountConfiguration) and bind its directory under "
+                "$AZ_BATCH_NODE_MOUNTS_DIR with a BindMount",
+            )
+    return " ".join(options)
+
+
+# -- the whole app -----------------------------------------------------------------------------------------
+def role_workspace(role: Role, ship: bool, note: Callable[[str], None]) -> Workspace | None:
+    """The provider's workspace for the role's torchx workspace: one local directory, shipped through Blob."""
+    workspace = role.workspace
+    if not workspace:
+        return None
+    if not workspace.is_unmapped_single_project():
+        raise AzureBatchValidationError(
+            f"role '{role.name}' workspace",
+            f"maps several directories ({', '.join(workspace.projects)}): the azure_batch scheduler ships one "
+            "directory; give one (--workspace DIR)",
+        )
+    path = next(iter(workspace.projects))
+    if not ship:
+        note(
+            f"The workspace {path} is not shipped: the Batch account has no storage account to stage it in "
+            f"(storage_account_url); role '{role.name}' runs with its image's files. --workspace '' hides this note"
+        )
+        return None
+    return Workspace(path)
+
+
+def job_request(
+    app: AppDef,
+    opts: AzureBatchOpts,
+    *,
+    job_id: str,
+    app_id: str,
+    has_storage: bool,
+    note: Callable[[str], None],
+    workspace: Workspace | None = None,
+) -> JobRequest:
+    """The Batch job of the app, checked as the operator's requests are (nothing submitted, no I/O).
+
+    ``has_storage``: the account has a storage account (workspaces are shipped and logs kept there);
+    ``workspace``: one for every role (a DAG's), over the roles' own.
+    """
+    if not app.roles:
+        raise AzureBatchValidationError("app", f"'{app.name}' has no roles")
+    pool = pool_of(app, opts)
+    ids = task_ids(app.roles)
+    tasks = [
+        role_task(
+            role,
+            task_id,
+            app_id,
+            workspace=workspace or role_workspace(role, has_storage, note),
+            containers=opts.containers,
+            single_role=len(app.roles) == 1,
+        )
+        for role, task_id in zip(app.roles, ids, strict=True)
+    ]
+    roles = [
+        [role.name, task_id, role.num_replicas, role.entrypoint] for role, task_id in zip(app.roles, ids, strict=True)
+    ]
+    metadata = {**app.metadata, APP_METADATA_KEY: app.name, ROLES_METADATA_KEY: json.dumps(roles)}
+    keep_logs = has_storage and bool(opts.log_container)
+    if not keep_logs and pool.kind == "auto":
+        note(
+            "The output is not kept after the app ends: its pool goes with it, and "
+            + ("log_container is empty" if has_storage else "the Batch account has no storage account to keep it in")
+            + "; torchx log reads it while the app runs"
+        )
+    if opts.priority is not None and not -1000 <= opts.priority <= 1000:
+        raise TorchXOptionError("priority", f"is {opts.priority}: give -1000 to 1000")
+    # Bind and device mounts are container run options, which the provider sets for the whole job.
+    mounts = {options for options in (_mount_options(role) for role in app.roles) if options}
+    if len(mounts) > 1:
+        raise AzureBatchValidationError(
+            "role mounts", "differ between roles: every role of an app gets the same bind and device mounts here"
+        )
+    request = JobRequest(
+        pool=pool,
+        tasks=tasks,
+        containers=ContainerOptions(registry_conn_id=opts.registry_conn_id, run_options=next(iter(mounts), None)),
+        blob=BlobOptions(output_container=opts.log_container if keep_logs else None, logs_prefix="torchx"),
+        job_id=job_id,
+        display_name=app.name,
+        metadata=metadata,
+        priority=opts.priority,
+        job_max_wall_clock=timedelta(seconds=opts.max_wall_clock) if opts.max_wall_clock else None,
+    )
+    request.check(rendered=True)
+    return request

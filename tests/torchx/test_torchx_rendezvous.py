@@ -1,0 +1,75 @@
+"""A real two-node PyTorch rendezvous: TorchX's own ``dist.torchrun`` component (2 replicas x 1 process, CPU,
+gloo) through ``torchx run`` and through a DAG. The local Batch service gives every node its own loopback
+address; the scheduler tells each replica its node (``TORCHX_REPLICA_HOST``, torchrun's ``PET_LOCAL_ADDR``) and
+that the primary hosts the store (``is_host``), and ``TORCHX_RANK0_HOST`` is the primary's bare address. The
+one thing the test adds is the interface gloo binds (``lo`` here, ``eth0`` on a Batch node)."""
+
+from __future__ import annotations
+
+import socket
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch", reason="PyTorch (CPU) is not installed in this venv")
+
+from airflow.sdk import DAG
+
+from airflow_provider_azbatch.operators.torchx import AzureBatchTorchXOperator
+from tests.airflow_helpers import run_dag
+from tests.helpers import wait_until
+from tests.torchx.conftest import job_of
+
+SCRIPT = Path(__file__).with_name("allreduce.py")
+# A pool that outlives each app: the other replica's output is read from its node afterwards.
+POOL = {"shared_pool": "torchx-rendezvous", "max_nodes": 2, "autoscale": False}
+# The CPU build warns at every import that NumPy is missing; nothing here needs it.
+ENV = "GLOO_SOCKET_IFNAME=lo,PYTHONWARNINGS=ignore:Failed to initialize NumPy"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def component_args() -> list[str]:
+    return ["-j", "2x1", "--cpu", "1", "--memMB", "512", "--rdzv_port", str(_free_port()), "--env", ENV,
+            "--script", str(SCRIPT)]  # fmt: skip
+
+
+def ranks(lines: list[str]) -> set[str]:
+    return {line.split("rank ", 1)[1] for line in lines if "all-reduced" in line}
+
+
+def test_torchrun_on_two_replicas_through_torchx_run(torchx, azbatch_default, batch_client):
+    options = ",".join(f"{key}={value}" for key, value in POOL.items())
+    run = torchx("run", "-s", "azure_batch", "--workspace", "", "-cfg", options, "dist.torchrun", *component_args())
+    assert run.code == 0, run.err
+    job_id = job_of(run.handle)
+    wait_until(lambda: batch_client.get_job(job_id).state == "completed", timeout=400, what="the rendezvous app")
+    status = torchx("status", run.handle)
+    assert "State: SUCCEEDED" in status.out, status.out
+    log = torchx("log", "--streams", "stdout", run.handle)
+    # Both ranks joined one rendezvous (world of 2) and got the same sum, 1 + 2.
+    assert ranks(log.out.splitlines()) == {"0 of 2: all-reduced 3", "1 of 2: all-reduced 3"}, log.out + log.err
+
+
+def test_torchrun_on_two_replicas_through_a_dag(airflow_db, azbatch_default):
+    with DAG("torchx_rendezvous", schedule=None, start_date=datetime(2026, 1, 1)) as dag:
+        AzureBatchTorchXOperator(
+            task_id="train",
+            component="dist.torchrun",
+            component_args=component_args(),
+            app_options=POOL,
+            poll_interval=0.5,
+            max_wall_clock=400,
+        )
+    run, logs = run_dag(dag)
+    assert run.state == "success", "\n".join(logs[-40:])
+    # The primary's lines streamed live ([<task>] ...), the other replica's after the job ([<task>/1] ...).
+    primary = [line for line in logs if "all-reduced" in line and "/1]" not in line.split(" ", 1)[0]]
+    other = [line for line in logs if "all-reduced" in line and "/1]" in line.split(" ", 1)[0]]
+    assert ranks(primary) | ranks(other) == {"0 of 2: all-reduced 3", "1 of 2: all-reduced 3"}
+    assert len(ranks(primary)) == len(ranks(other)) == 1
