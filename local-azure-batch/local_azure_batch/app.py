@@ -79,6 +79,8 @@ class EmulatorConfig:
     blob_endpoints: dict[str, str] = field(default_factory=dict)
     mount_sources: dict[str, str] = field(default_factory=dict)
     request_log_size: int = 100_000
+    # Pools, jobs and tasks are saved here and loaded at the next start; the task root is inside it.
+    state_dir: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -114,7 +116,15 @@ class LocalBatchServer:
         config = self.config
         self.faults = FaultInjector.parse(config.faults, OPERATIONS, config.fault_seed)
         self.request_log = deque(maxlen=config.request_log_size)
-        if config.task_root is None:
+        if config.state_dir is not None:
+            if config.task_root is not None:
+                raise ValueError(
+                    "--task-root and --state-dir together: the state directory holds the task root "
+                    "(<state dir>/task-root); give one of them"
+                )
+            self._task_root = (config.state_dir / "task-root").resolve()
+            self._task_root.mkdir(parents=True, exist_ok=True)
+        elif config.task_root is None:
             self._task_root = Path(tempfile.mkdtemp(prefix="azbatch-local-"))
             self._created_root = True
         else:
@@ -148,6 +158,7 @@ class LocalBatchServer:
                 subscription_id=config.subscription_id,
                 blob_endpoints=dict(config.blob_endpoints),
                 mount_sources=dict(config.mount_sources),
+                state_dir=config.state_dir.resolve() if config.state_dir is not None else None,
             )
         )
         await self.service.start()
@@ -168,7 +179,8 @@ class LocalBatchServer:
         if self._runner is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._runner.cleanup(), 5)
-        if not self.config.keep and self._task_root is not None:
+        # With a state directory, the nodes' files are part of the state: tasks' output stays readable.
+        if not self.config.keep and self.config.state_dir is None and self._task_root is not None:
             if self._created_root:
                 shutil.rmtree(self._task_root, ignore_errors=True)
             else:

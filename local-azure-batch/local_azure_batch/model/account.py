@@ -54,6 +54,10 @@ class ServiceSettings:
     blob_endpoints: dict[str, str] = field(default_factory=dict)
     # Local directories standing for mount sources (an NFS export, an Azure Files URL, a CIFS share).
     mount_sources: dict[str, str] = field(default_factory=dict)
+    # Where the account's state is saved and loaded from (model/persistence.py); None: kept in memory only.
+    state_dir: Path | None = None
+    # How often a changed state is saved while the service runs (it is saved on stop too).
+    save_interval_seconds: float = 2.0
 
 
 class Account:
