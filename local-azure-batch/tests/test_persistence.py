@@ -53,6 +53,13 @@ def _task_record(task: m.BatchTask) -> tuple[object, ...]:
     )
 
 
+def _subtasks(client: BatchClient) -> list[tuple[object, ...]]:
+    return [
+        (sub.id, sub.state, sub.exit_code, sub.result, sub.start_time, sub.end_time, sub.node_info.node_id)
+        for sub in client.list_subtasks("multi", "t")
+    ]
+
+
 def _job_record(job: m.BatchJob) -> tuple[object, ...]:
     assert job.execution_info is not None
     return (job.id, job.state, job.creation_time, job.execution_info.start_time, job.execution_info.end_time)
@@ -72,7 +79,20 @@ def test_pools_jobs_tasks_and_their_files_survive_a_restart_and_running_tasks_ar
                 auto_scale_evaluation_interval="PT5M",
             )
         )
+        client.create_pool(sdk_models.pool("mpi", nodes=2, slots=1, enable_inter_node_communication=True))
         wait_until(lambda: [n.state for n in client.list_nodes("keep")] == ["idle"], what="an idle node")
+        wait_until(lambda: [n.state for n in client.list_nodes("mpi")] == ["idle", "idle"], what="two idle nodes")
+        client.create_job(m.BatchJobCreateOptions(id="multi", pool_info=m.BatchPoolInfo(pool_id="mpi")))
+        client.create_task(
+            "multi",
+            m.BatchTaskCreateOptions(
+                id="t",
+                command_line=sh("echo application"),
+                multi_instance_settings=m.MultiInstanceSettings(
+                    number_of_instances=2, coordination_command_line=sh("echo coordination")
+                ),
+            ),
+        )
         for job_id, script in (("done", "echo persisted output"), ("broken", "echo about to fail >&2; exit 3")):
             client.create_job(
                 m.BatchJobCreateOptions(
@@ -87,6 +107,7 @@ def test_pools_jobs_tasks_and_their_files_survive_a_restart_and_running_tasks_ar
             lambda: all(client.get_job(job_id).state == "completed" for job_id in ("done", "broken")),
             what="two completed jobs",
         )
+        wait_until(lambda: client.get_task("multi", "t").state == "completed", what="the multi-instance task")
         client.create_task("busy", m.BatchTaskCreateOptions(id="slow", command_line=sh("echo started; sleep 300")))
         wait_until(lambda: _stdout(client, "busy", "slow") == b"started\n", what="the slow task running")
         wait_until(lambda: client.get_pool("scaled").auto_scale_run is not None, what="a first autoscale run")
@@ -94,7 +115,8 @@ def test_pools_jobs_tasks_and_their_files_survive_a_restart_and_running_tasks_ar
         pool_before = client.get_pool("keep")
         node_before = next(iter(client.list_nodes("keep")))
         jobs_before = [_job_record(job) for job in client.list_jobs()]
-        tasks_before = {job_id: _task_record(client.get_task(job_id, "t")) for job_id in ("done", "broken")}
+        tasks_before = {job_id: _task_record(client.get_task(job_id, "t")) for job_id in ("done", "broken", "multi")}
+        subtasks_before = _subtasks(client)
         failure_before = client.get_task("broken", "t").execution_info.failure_info
         files_before = {job_id: _stdout(client, job_id, "t") for job_id in ("done", "broken")}
         stderr_before = b"".join(client.download_task_file("broken", "t", "stderr.txt"))
@@ -113,10 +135,14 @@ def test_pools_jobs_tasks_and_their_files_survive_a_restart_and_running_tasks_ar
             pool_before.etag,
             1,
         )
-        assert sorted(p.id for p in client.list_pools()) == ["keep", "scaled"]
+        assert sorted(p.id for p in client.list_pools()) == ["keep", "mpi", "scaled"]
         assert [node.id for node in client.list_nodes("keep")] == [node_before.id]
         assert [_job_record(job) for job in client.list_jobs()] == jobs_before
-        assert {job_id: _task_record(client.get_task(job_id, "t")) for job_id in ("done", "broken")} == tasks_before
+        assert {
+            job_id: _task_record(client.get_task(job_id, "t")) for job_id in ("done", "broken", "multi")
+        } == tasks_before
+        assert _subtasks(client) == subtasks_before
+        assert len(subtasks_before) == 1
         broken = client.get_task("broken", "t").execution_info
         assert (broken.result, broken.exit_code, broken.failure_info.code, broken.failure_info.message) == (
             "failure",
