@@ -69,7 +69,9 @@ def test_pools_jobs_tasks_and_their_files_survive_a_restart_and_running_tasks_ar
     state_dir = tmp_path / "state"
     with run_local_batch_service(extra_args=_state_args(state_dir)) as service:
         client = _client(service)
-        client.create_pool(sdk_models.pool("keep", nodes=1, slots=2))
+        # Its start task, which tasks do not wait for, is still running when the service stops.
+        start_task = m.BatchStartTask(command_line=sh("sleep 300"), wait_for_success=False)
+        client.create_pool(sdk_models.pool("keep", nodes=1, slots=2, start_task=start_task))
         client.create_pool(
             sdk_models.pool(
                 "scaled",
@@ -114,6 +116,7 @@ def test_pools_jobs_tasks_and_their_files_survive_a_restart_and_running_tasks_ar
 
         pool_before = client.get_pool("keep")
         node_before = next(iter(client.list_nodes("keep")))
+        assert node_before.start_task_info.state == "running"
         jobs_before = [_job_record(job) for job in client.list_jobs()]
         tasks_before = {job_id: _task_record(client.get_task(job_id, "t")) for job_id in ("done", "broken", "multi")}
         subtasks_before = _subtasks(client)
@@ -164,6 +167,16 @@ def test_pools_jobs_tasks_and_their_files_survive_a_restart_and_running_tasks_ar
         wait_until(lambda: client.get_task("busy", "slow").state == "running", what="the requeued task running again")
         assert client.get_task("busy", "slow").node_info.node_id == node_before.id
         assert client.get_node("keep", node_before.id).total_tasks_run == node_before.total_tasks_run + 1
+
+        # The start task that was cut short runs again, as after a reboot.
+        wait_until(
+            lambda: (
+                client.get_node("keep", node_before.id).start_task_info.start_time
+                > node_before.start_task_info.start_time
+            ),
+            what="the start task running again",
+        )
+        assert client.get_node("keep", node_before.id).start_task_info.state == "running"
 
         # Autoscale goes on evaluating.
         wait_until(

@@ -214,6 +214,8 @@ class Restored:
     def __init__(self) -> None:
         self.pools_to_resize: list[Pool] = []
         self.jobs_to_terminate: list[Job] = []
+        # Nodes whose start task (without waitForSuccess) was still running: it runs again, as after a reboot.
+        self.start_tasks_to_rerun: list[ComputeNode] = []
 
 
 def restore(account: Account, data: dict[str, Any]) -> Restored:
@@ -225,6 +227,9 @@ def restore(account: Account, data: dict[str, Any]) -> Restored:
     for item in data["pools"]:
         pool = _restore_pool(item, task_root, recent)
         account.pools[pool.key] = pool
+        restored.start_tasks_to_rerun += [
+            node for node in pool.nodes.values() if (node.start_task_info or {}).get("state") == "running"
+        ]
         if (len(pool.members(True)), len(pool.members(False))) != (pool.target_dedicated, pool.target_low_priority):
             restored.pools_to_resize.append(pool)
     for item in data["jobs"]:

@@ -99,6 +99,8 @@ class BatchService:
         restored = restore(self.account, data)
         for pool in restored.pools_to_resize:
             self.allocation.resize(pool)
+        for node in restored.start_tasks_to_rerun:
+            self.allocation.rerun_start_task(node)
         for job in restored.jobs_to_terminate:
             self.jobs.begin_terminate(job, str(job.execution.get("terminateReason") or "UserTerminate"))
         self.account.kick()
