@@ -82,6 +82,12 @@ def write_atomically(path: Path, text: str) -> None:
         raise
 
 
+def remove_leftovers(path: Path) -> None:
+    """Temporary files a service killed while saving left beside ``path``."""
+    for leftover in path.parent.glob(f".{path.name}.*"):
+        leftover.unlink(missing_ok=True)
+
+
 def _entity(entity: Entity) -> dict[str, Any]:
     return {
         "spec": entity.spec,

@@ -24,7 +24,7 @@ from .job_operations import JobOperations
 from .job_side_tasks import JobSideTasks
 from .jobs import ACTIVE_JOB, DISABLED, DISABLING, ENABLING
 from .multi_instance import MultiInstanceExecution
-from .persistence import STATE_FILE, encode, read, restore, write_atomically
+from .persistence import STATE_FILE, encode, read, remove_leftovers, restore, write_atomically
 from .pool_operations import PoolOperations
 from .pools import POOL_DELETING
 from .scheduler import Scheduler
@@ -93,6 +93,7 @@ class BatchService:
             self._saved = text
 
     def _load(self, path: Path) -> None:
+        remove_leftovers(path)
         data = read(path)
         if data is None:
             return
