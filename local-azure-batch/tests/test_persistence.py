@@ -204,22 +204,36 @@ def test_a_killed_service_keeps_what_it_saved_last(tmp_path):
     assert not leftover.exists()
 
 
-def test_a_state_file_of_an_unknown_schema_version_is_refused(tmp_path):
-    state_file = tmp_path / STATE_FILE
-    text = json.dumps({"format": "local-azure-batch state", "schemaVersion": 99, "pools": [], "jobs": []})
+def _refused(state_dir: Path, text: str) -> str:
+    """Start the service on a state file holding ``text``: what it says as it refuses to start."""
+    state_file = state_dir / STATE_FILE
     state_file.write_text(text)
     result = subprocess.run(
-        [sys.executable, "-m", "local_azure_batch", "--quiet", "--state-dir", str(tmp_path)],
+        [sys.executable, "-m", "local_azure_batch", "--quiet", "--state-dir", str(state_dir)],
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert result.returncode == 2
-    assert result.stderr.strip() == (
-        f"cannot start the local Batch service: {state_file} has state schema version 99; this local Batch service "
-        f"reads version {SCHEMA_VERSION} only. Start the version that wrote it, or move the file away to start empty."
+    assert state_file.read_text() == text, "the file is left as it was"
+    return result.stderr.strip()
+
+
+def test_a_state_file_of_an_unknown_schema_version_is_refused(tmp_path):
+    text = json.dumps({"format": "local-azure-batch state", "schemaVersion": 99, "pools": [], "jobs": []})
+    assert _refused(tmp_path, text) == (
+        f"cannot start the local Batch service: {tmp_path / STATE_FILE} has state schema version 99; this local "
+        f"Batch service reads version {SCHEMA_VERSION} only. Start the version that wrote it, or move the file away "
+        "to start empty."
     )
-    assert state_file.read_text() == text
+
+
+def test_a_damaged_state_file_is_refused(tmp_path):
+    text = json.dumps({"format": "local-azure-batch state", "schemaVersion": SCHEMA_VERSION, "pools": []})
+    assert _refused(tmp_path, text) == (
+        f"cannot start the local Batch service: {tmp_path / STATE_FILE} has schema version {SCHEMA_VERSION} but "
+        "cannot be loaded (KeyError: 'jobs'): it was changed by hand or damaged; move it away to start empty"
+    )
 
 
 def test_without_a_state_dir_nothing_is_written(tmp_path):

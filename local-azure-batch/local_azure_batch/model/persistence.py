@@ -7,8 +7,8 @@ leaves the previous state intact.
 What was in flight comes back as Batch brings it back after a node restarts: a running task (or a multi-instance
 task on all its nodes) is requeued — active again, ``requeueCount`` one higher, not counted as a retry; nodes that
 were idle or running come back idle, nodes still being allocated, booting or leaving are given up and the pool is
-resized towards its targets again; a terminating job finishes terminating, a disabling job is disabled, a deleting
-job or pool is gone.
+resized towards its targets again; a start task or job preparation task that was running runs again; a
+terminating job finishes terminating, a disabling job is disabled, a deleting job or pool is gone.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from .clock import etags_after, iso, utcnow
 from .dependencies import queue
 from .entity import Entity
 from .jobs import ACTIVE_JOB as JOB_ACTIVE
-from .jobs import DELETING, DISABLED, DISABLING, ENABLING, Job
+from .jobs import DELETING, DISABLED, DISABLING, ENABLING, TERMINATING, Job
 from .pools import IDLE, POOL_DELETING, START_TASK_FAILED, STEADY, UNUSABLE, ComputeNode, Pool
 from .pools import RUNNING as NODE_RUNNING
 from .task_instances import TaskInstance
@@ -215,7 +215,7 @@ def read(path: Path) -> dict[str, Any] | None:
 
 class Restored:
     """What the service has to set going again after a restore: pools short of their targets, jobs that
-    were terminating."""
+    were terminating, start tasks that were running."""
 
     def __init__(self) -> None:
         self.pools_to_resize: list[Pool] = []
@@ -224,8 +224,20 @@ class Restored:
         self.start_tasks_to_rerun: list[ComputeNode] = []
 
 
-def restore(account: Account, data: dict[str, Any]) -> Restored:
-    """Rebuild the account's pools, jobs and tasks from ``data`` (from :func:`read`)."""
+def restore(account: Account, data: dict[str, Any], path: Path) -> Restored:
+    """Rebuild the account's pools, jobs and tasks from ``data``, read from ``path`` by :func:`read`."""
+    try:
+        return _restore(account, data)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        account.pools.clear()
+        account.jobs.clear()
+        raise StateFileError(
+            f"{path} has schema version {SCHEMA_VERSION} but cannot be loaded ({type(exc).__name__}: {exc}): it was "
+            "changed by hand or damaged; move it away to start empty"
+        ) from None
+
+
+def _restore(account: Account, data: dict[str, Any]) -> Restored:
     restored = Restored()
     old_url, new_url = str(data.get("baseUrl") or ""), account.base_url
     task_root = account.settings.task_root
@@ -241,7 +253,7 @@ def restore(account: Account, data: dict[str, Any]) -> Restored:
     for item in data["jobs"]:
         job = _restore_job(account, item, old_url, new_url)
         account.jobs[job.key] = job
-        if job.state == "terminating":
+        if job.state == TERMINATING:
             restored.jobs_to_terminate.append(job)
     _link_recent(account, recent)
     etags_after(

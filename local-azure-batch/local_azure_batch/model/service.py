@@ -97,7 +97,7 @@ class BatchService:
         data = read(path)
         if data is None:
             return
-        restored = restore(self.account, data)
+        restored = restore(self.account, data, path)
         for pool in restored.pools_to_resize:
             self.allocation.resize(pool)
         for node in restored.start_tasks_to_rerun:
