@@ -70,13 +70,14 @@ def build_parser() -> argparse.ArgumentParser:
             "--state-dir",
             type=Path,
             default=Path(".azbatch-dev"),
-            help="the environment's Airflow home, Blob storage and logs (default: ./.azbatch-dev)",
+            help="the environment's Airflow home, Blob storage, Batch pools and jobs, and logs "
+            "(default: ./.azbatch-dev)",
         )
         mode.add_argument(
             "--persist",
             action="store_true",
-            help="keep the state of the last start (Airflow's runs and logs, connections, variables, Blob); "
-            "without it the state directory starts empty",
+            help="keep the state of the last start (Airflow's runs and logs, connections, variables, Blob, Batch "
+            "pools and jobs); without it the state directory starts empty",
         )
         mode.add_argument("--azurite", metavar="COMMAND", help="the azurite-blob command to run (default: found)")
         mode.add_argument("--no-storage", action="store_true", help=f"start no Azurite ({NEEDS_STORAGE} will not work)")
@@ -127,7 +128,7 @@ def _run(
     base_env = _base_environment()
 
     storage = _start_storage(args, services, state, base_env)
-    batch, batch_process = _start_batch_service(running, storage, base_env)
+    batch, batch_process = _start_batch_service(running, storage, state / "batch", base_env)
     settings = airflow_settings(home, dags_folder, connection_json(batch, storage), api_port)
     env = {**base_env, **settings}
     _say("== Preparing the Airflow home (airflow db migrate)")
@@ -193,7 +194,7 @@ def _start_storage(
 
 
 def _start_batch_service(
-    running: contextlib.ExitStack, storage: Azurite | None, env: dict[str, str]
+    running: contextlib.ExitStack, storage: Azurite | None, state: Path, env: dict[str, str]
 ) -> tuple[BatchEndpoint, subprocess.Popen[str]]:
     try:
         from local_azure_batch.testing import run_local_batch_service
@@ -204,9 +205,11 @@ def _start_batch_service(
     _say("== Starting the local Batch service")
     # Blob containers that pools mount are copied from Azurite.
     mounts = ["--blob-endpoint", f"{storage.account}={storage.url}"] if storage is not None else []
+    # Pools, jobs and the nodes' files are kept in the state directory, which --persist keeps for the next start.
+    arguments = ["--quiet", "--state-dir", str(state), *mounts]
     try:
         with signals_deferred():
-            service = running.enter_context(run_local_batch_service(extra_args=["--quiet", *mounts], env=env))
+            service = running.enter_context(run_local_batch_service(extra_args=arguments, env=env))
     except RuntimeError as exc:
         raise DevEnvError(str(exc)) from None
     return BatchEndpoint(service.url, service.account_name, service.account_key), service.process

@@ -82,6 +82,8 @@ class EmulatorConfig:
     # VM sizes a pool may name besides the shipped list (sizes newer than data/vm_sizes.json).
     extra_vm_sizes: tuple[str, ...] = ()
     request_log_size: int = 100_000
+    # Pools, jobs and tasks are saved here and loaded at the next start; the task root is inside it.
+    state_dir: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -117,7 +119,15 @@ class LocalBatchServer:
         config = self.config
         self.faults = FaultInjector.parse(config.faults, OPERATIONS, config.fault_seed)
         self.request_log = deque(maxlen=config.request_log_size)
-        if config.task_root is None:
+        if config.state_dir is not None:
+            if config.task_root is not None:
+                raise ValueError(
+                    "--task-root and --state-dir together: the state directory holds the task root "
+                    "(<state dir>/task-root); give one of them"
+                )
+            self._task_root = (config.state_dir / "task-root").resolve()
+            self._task_root.mkdir(parents=True, exist_ok=True)
+        elif config.task_root is None:
             self._task_root = Path(tempfile.mkdtemp(prefix="azbatch-local-"))
             self._created_root = True
         else:
@@ -152,6 +162,7 @@ class LocalBatchServer:
                 blob_endpoints=dict(config.blob_endpoints),
                 mount_sources=dict(config.mount_sources),
                 extra_vm_sizes=frozenset(size.lower() for size in config.extra_vm_sizes),
+                state_dir=config.state_dir.resolve() if config.state_dir is not None else None,
             )
         )
         await self.service.start()
@@ -172,7 +183,8 @@ class LocalBatchServer:
         if self._runner is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._runner.cleanup(), 5)
-        if not self.config.keep and self._task_root is not None:
+        # With a state directory, the nodes' files are part of the state: tasks' output stays readable.
+        if not self.config.keep and self.config.state_dir is None and self._task_root is not None:
             if self._created_root:
                 shutil.rmtree(self._task_root, ignore_errors=True)
             else:

@@ -12,6 +12,7 @@ from pathlib import Path
 from .account import DEV_ACCOUNT_KEY, DEV_ACCOUNT_NAME, DEV_SUBSCRIPTION_ID
 from .app import EmulatorConfig, LocalBatchServer
 from .faults import FaultSpecError
+from .model.persistence import StateFileError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -27,6 +28,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--tls", action="store_true", help="serve HTTPS with a generated CA; enables token auth")
     parser.add_argument("--task-root", type=Path, help="where node and task directories go (default: a temp dir)")
     parser.add_argument("--keep", action="store_true", help="keep the task root on shutdown")
+    parser.add_argument(
+        "--state-dir",
+        type=Path,
+        help="save pools, jobs and tasks (and the nodes' files) in DIR and load them at the next start; running "
+        "tasks are requeued then (default: state is kept in memory only)",
+    )
     parser.add_argument("--faults", default="", help="fault injection rules, see the README")
     parser.add_argument("--fault-seed", type=int, help="seed for rate-based faults (reproducible runs)")
     parser.add_argument(
@@ -116,7 +123,10 @@ def _non_negative_int(text: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.state_dir is not None and args.task_root is not None:
+        parser.error("--task-root and --state-dir together: the state directory holds the task root; give one")
     if args.account_key:
         import base64
         import binascii
@@ -148,12 +158,16 @@ def main(argv: list[str] | None = None) -> int:
         mount_sources=dict(args.mount_source),
         extra_vm_sizes=tuple(args.vm_size),
         request_log_size=args.request_log,
+        state_dir=args.state_dir,
     )
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stdout)
     try:
         asyncio.run(_serve(config))
     except FaultSpecError as exc:
         print(f"--faults: {exc}", file=sys.stderr)
+        return 2
+    except StateFileError as exc:
+        print(f"cannot start the local Batch service: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
         print(f"cannot start the local Batch service: {exc}", file=sys.stderr)

@@ -77,13 +77,16 @@ def test_start_runs_the_users_dag_in_a_whole_local_airflow_and_ctrl_c_leaves_not
         assert batch_lines(api.log(DAG_ID, run_id, "two_nodes"), TWO_NODE_LINES) == Counter(TWO_NODE_LINES)
         blob = _blob_names(exports)
         assert any(name.endswith("/model.txt") for name in blob), blob
+        batch_jobs = _batch_job_ids(exports)
+        assert batch_jobs, "the run's Batch jobs"
 
         env.signal(signal.SIGINT)
         assert env.wait() == 0
         assert "== Stopped: nothing of this environment is left running" in env.output
         assert_nothing_left(env)
 
-        # Started again with --persist: the run and the blob it uploaded are still there; SIGTERM stops it.
+        # Started again with --persist: the run, the blob it uploaded and its Batch jobs are still there; SIGTERM
+        # stops it.
         again = DevEnv(START_PERSISTED, workdir, BIN)
         try:
             again.wait_for_line("== Ready. Ctrl-C stops everything.")
@@ -91,6 +94,7 @@ def test_start_runs_the_users_dag_in_a_whole_local_airflow_and_ctrl_c_leaves_not
             assert api("GET", f"/dags/{DAG_ID}/dagRuns/{run_id}")["state"] == "success"
             assert batch_lines(api.log(DAG_ID, run_id, "two_nodes"), TWO_NODE_LINES) == Counter(TWO_NODE_LINES)
             assert _blob_names(again.exports()) == blob
+            assert _batch_job_ids(again.exports()) == batch_jobs
             again.signal(signal.SIGTERM)
             assert again.wait() == 0
             assert_nothing_left(again)
@@ -120,6 +124,19 @@ def _blob_names(exports: dict[str, str]) -> list[str]:
     )
     with client:
         return sorted(blob.name for blob in client.get_container_client("devenv-results").list_blobs())
+
+
+def _batch_job_ids(exports: dict[str, str]) -> list[str]:
+    """The jobs the environment's local Batch service lists, through the SDK."""
+    from azure.batch import BatchClient
+    from azure.core.credentials import AzureNamedKeyCredential
+
+    connection = json.loads(exports["AIRFLOW_CONN_AZBATCH_DEFAULT"])
+    client = BatchClient(
+        connection["extra"]["account_url"], AzureNamedKeyCredential(connection["login"], connection["password"])
+    )
+    with client:
+        return sorted(job.id for job in client.list_jobs())
 
 
 def test_dags_test_runs_one_dag_and_exits_with_its_outcome_without_storage(workdir):

@@ -57,6 +57,10 @@ class ServiceSettings:
     mount_sources: dict[str, str] = field(default_factory=dict)
     # VM sizes accepted besides the shipped list (data/vm_sizes.json), lower case: sizes newer than the list.
     extra_vm_sizes: frozenset[str] = frozenset()
+    # Where the account's state is saved and loaded from (model/persistence.py); None: kept in memory only.
+    state_dir: Path | None = None
+    # How often a changed state is saved while the service runs (it is saved on stop too).
+    save_interval_seconds: float = 2.0
 
 
 class Account:

@@ -187,6 +187,12 @@ class Allocation:
             return False
         return node.pool.nodes.get(node.id) is node
 
+    def rerun_start_task(self, node: ComputeNode) -> None:
+        """Run the pool's start task on ``node`` again (its last run was cut short by a restart of the service)."""
+        start_task = node.pool.spec.get("startTask")
+        if start_task is not None:
+            self.account.spawn(self._run_start_task(node, start_task))
+
     async def _run_start_task(self, node: ComputeNode, start_task: dict[str, Any]) -> bool:
         attempts = int(start_task.get("maxTaskRetryCount", 0))
         retry = 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from email.utils import format_datetime
 
@@ -30,3 +31,12 @@ def rfc1123(dt: datetime) -> str:
 def new_etag() -> str:
     with _etag_lock:
         return f"0x{_ETAG_BASE + next(_etag_counter) * 0x1F3:X}"
+
+
+def etags_after(etags: Iterable[str]) -> None:
+    """New ETags come after these (entities loaded from a saved state), so that none is given out twice."""
+    global _etag_counter
+    highest = max((int(etag, 16) for etag in etags if etag.startswith("0x")), default=0)
+    with _etag_lock:
+        current = next(_etag_counter)
+        _etag_counter = itertools.count(max(current, (highest - _ETAG_BASE) // 0x1F3 + 1))

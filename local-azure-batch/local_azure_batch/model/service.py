@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from local_azure_batch.runner.process import ProcessRunner
@@ -23,6 +24,7 @@ from .job_operations import JobOperations
 from .job_side_tasks import JobSideTasks
 from .jobs import ACTIVE_JOB, DISABLED, DISABLING, ENABLING
 from .multi_instance import MultiInstanceExecution
+from .persistence import STATE_FILE, encode, read, remove_leftovers, restore, write_atomically
 from .pool_operations import PoolOperations
 from .pools import POOL_DELETING
 from .scheduler import Scheduler
@@ -52,20 +54,66 @@ class BatchService:
         self.scheduler = Scheduler(self.account, execution, MultiInstanceExecution(self.account, execution, side_tasks))
         self._loops: list[asyncio.Task[Any]] = []
         self._last_sample: datetime | None = None
+        self._saved = ""
 
     @property
     def settings(self) -> ServiceSettings:
         return self.account.settings
 
     async def start(self) -> None:
+        """Start the background work, after loading the saved state (``StateFileError`` if it cannot be read)."""
         self.settings.task_root.mkdir(parents=True, exist_ok=True)
+        if self.settings.state_dir is not None:
+            self._load(self.settings.state_dir / STATE_FILE)
         self._loops = [asyncio.create_task(self.scheduler.run()), asyncio.create_task(self._ticker())]
+        if self.settings.state_dir is not None:
+            self._loops.append(asyncio.create_task(self._saver()))
 
     async def stop(self) -> None:
         for loop_task in self._loops:
             loop_task.cancel()
+        # Saved before the processes are stopped: what was running is requeued at the next start.
+        self.save()
         await self.account.close()
         await asyncio.gather(*self._loops, return_exceptions=True)
+
+    # -- the saved state ------------------------------------------------------------------------------
+    @property
+    def state_file(self) -> Path | None:
+        return None if self.settings.state_dir is None else self.settings.state_dir / STATE_FILE
+
+    def save(self) -> None:
+        """Write the account's state to the state file (if there is one) when it changed since the last save."""
+        path = self.state_file
+        if path is None:
+            return
+        text = encode(self.account)
+        if text != self._saved:
+            write_atomically(path, text)
+            self._saved = text
+
+    def _load(self, path: Path) -> None:
+        remove_leftovers(path)
+        data = read(path)
+        if data is None:
+            return
+        restored = restore(self.account, data, path)
+        for pool in restored.pools_to_resize:
+            self.allocation.resize(pool)
+        for node in restored.start_tasks_to_rerun:
+            self.allocation.rerun_start_task(node)
+        for job in restored.jobs_to_terminate:
+            self.jobs.begin_terminate(job, str(job.execution.get("terminateReason") or "UserTerminate"))
+        self.account.kick()
+        log.info("loaded %d pools and %d jobs from %s", len(self.account.pools), len(self.account.jobs), path)
+
+    async def _saver(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.save_interval_seconds)
+            try:
+                self.save()
+            except Exception:
+                log.exception("saving the state failed")
 
     # -- time-driven work -----------------------------------------------------------------------------
     async def _ticker(self) -> None:
