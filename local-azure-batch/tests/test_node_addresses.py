@@ -38,3 +38,11 @@ def test_after_the_last_address_the_next_one_no_node_holds(monkeypatch: pytest.M
     assert _take(allocator, 2, frozenset({"127.1.0.1", "127.1.0.3"})) == ["127.1.0.2", "127.1.0.4"]
     with pytest.raises(RuntimeError, match="every loopback address is held by a compute node"):
         allocator.take(lambda: {f"127.1.0.{n}" for n in range(1, 5)})
+
+
+def test_a_restored_state_s_nodes_keep_their_addresses_and_new_nodes_come_after_them():
+    allocator = NodeAddresses()
+    allocator.resume_after(["127.1.0.2", "127.1.0.7"])
+    assert _take(allocator, 2) == ["127.1.0.8", "127.1.0.9"]
+    allocator.resume_after([])  # nothing restored: the sequence goes on
+    assert _take(allocator, 1) == ["127.1.0.10"]

@@ -15,7 +15,7 @@ the same requests give the same addresses.
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 
 FIRST = int(ipaddress.IPv4Address("127.1.0.1"))
 LAST = int(ipaddress.IPv4Address("127.255.255.254"))
@@ -37,6 +37,13 @@ class NodeAddresses:
             if address not in held:
                 return address
         raise RuntimeError("every loopback address is held by a compute node")
+
+    def resume_after(self, addresses: Iterable[str]) -> None:
+        """Hand out addresses after the highest of ``addresses`` (the nodes of a state loaded at start)."""
+        held = [int(ipaddress.IPv4Address(address)) for address in addresses]
+        if held and max(held) >= self._next:
+            self._next = max(held) + 1 if max(held) < LAST else FIRST
+            self._wrapped = self._wrapped or max(held) >= LAST
 
     def _advance(self) -> str:
         while True:

@@ -256,6 +256,10 @@ def _restore(account: Account, data: dict[str, Any]) -> Restored:
         if job.state == TERMINATING:
             restored.jobs_to_terminate.append(job)
     _link_recent(account, recent)
+    # New nodes get addresses after the restored ones, so no two nodes share one.
+    account.node_addresses.resume_after(
+        node.ip_address for pool in account.pools.values() for node in pool.nodes.values()
+    )
     etags_after(
         [pool.etag for pool in account.pools.values()]
         + [job.etag for job in account.jobs.values()]
@@ -292,7 +296,7 @@ def _restore_pool(item: dict[str, Any], task_root: Path, recent: _PendingRecent)
     if pool.spec.get("enableAutoScale"):
         pool.next_autoscale = utcnow()  # evaluated at the first tick, after a fresh sample
     for saved in item["nodes"]:
-        node = ComputeNode(pool, saved["index"], saved["dedicated"], task_root)
+        node = ComputeNode(pool, saved["index"], saved["dedicated"], task_root, saved["ipAddress"])
         node.id = saved["id"]
         node.dirs = NodeDirs.for_node(task_root, pool.id, node.id)
         if saved["state"] not in _KEPT_NODE_STATES or saved["leaving"]:
@@ -302,7 +306,6 @@ def _restore_pool(item: dict[str, Any], task_root: Path, recent: _PendingRecent)
         node.state_time = utcnow() if saved["state"] == NODE_RUNNING else _time(saved["stateTime"])
         node.allocation_time = _time(saved["allocationTime"])
         node.last_boot_time = _optional_time(saved["lastBootTime"])
-        node.ip_address = saved["ipAddress"]
         node.total_run = saved["totalRun"]
         node.total_succeeded = saved["totalSucceeded"]
         node.start_task_info = saved["startTaskInfo"]
