@@ -9,6 +9,7 @@ SERVICE := local-azure-batch
 TEST_PATH := PATH="$(CURDIR)/$(BIN):$(CURDIR)/node_modules/.bin:$$PATH"
 
 .PHONY: demo test lint typecheck venv clean bench docs docs-venv compat compat-venv compat-unit compat-examples compat-deployment
+.PHONY: py py-venv py-unit py-examples
 
 # Both distributions of this repository, editable: the provider and the local Batch service; and PyTorch for
 # the two-node rendezvous test (tests/workloads/test_torch_rendezvous.py), only in this venv. constraints.txt
@@ -59,12 +60,33 @@ docs: $(DOCS_STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
 
+# uv: for the other Pythons' venvs (below); scripts/constraints.py resolves the dependency sets with the same
+# version (tests/test_pythons.py). Installed into .venv-uv by pip, as the script does when uv is not on PATH.
+UV_VERSION := 0.13.9
+UV := .venv-uv/bin/uv
+# No uv.toml of the machine; the cache on another filesystem than the checkout: copies, without a warning.
+UV_RUN := UV_NO_CONFIG=1 UV_LINK_MODE=copy $(UV)
+
+$(UV):
+	$(PYTHON) -m venv .venv-uv
+	.venv-uv/bin/pip install --quiet --disable-pip-version-check "uv==$(UV_VERSION)"
+
 # Older Airflow lines and the dependency floors (docs/reference/airflow-lines.md): `make compat LINE=3.0`.
 # LINE is 3.0, 3.1, 3.2, 3.3 (constraints/airflow-LINE.txt) or lowest-direct; each gets its own venv,
 # with pip's cache shared by all of them. The provider's whole suite runs in `make test` only.
 LINE ?= 3.2
-COMPAT_CONSTRAINTS := constraints/$(if $(filter lowest-direct,$(LINE)),lowest-direct,airflow-$(LINE)).txt
-COMPAT_VENV := .venv-$(LINE)
+# PYTHON_VERSION=3.12 (any X.Y) runs a line on that Python instead of $(PYTHON), in .venv-LINE-py3.12, from
+# the line's set for that Python (constraints/airflow-LINE-py3.12.txt) or, where scripts/constraints.py wrote
+# none (the same pins), the line's own. CI runs the newest line so on each other Python (`make py` below).
+PYTHON_VERSION ?=
+# Only the command line's: Docker's python images set PYTHON_VERSION to their own X.Y.Z.
+ifeq ($(origin PYTHON_VERSION),environment)
+PYTHON_VERSION :=
+endif
+COMPAT_SUFFIX := $(if $(PYTHON_VERSION),-py$(PYTHON_VERSION))
+COMPAT_SET := constraints/$(if $(filter lowest-direct,$(LINE)),lowest-direct,airflow-$(LINE))
+COMPAT_CONSTRAINTS := $(firstword $(wildcard $(COMPAT_SET)$(COMPAT_SUFFIX).txt) $(COMPAT_SET).txt)
+COMPAT_VENV := .venv-$(LINE)$(COMPAT_SUFFIX)
 COMPAT_BIN := $(COMPAT_VENV)/bin
 COMPAT_STAMP := $(COMPAT_VENV)/.installed
 COMPAT_TEST_PATH := PATH="$(CURDIR)/$(COMPAT_BIN):$(CURDIR)/node_modules/.bin:$$PATH"
@@ -88,12 +110,20 @@ COMPAT_DEPLOYMENT_TESTS ?= $(REAL_AIRFLOW)::test_output_streams_while_deferred_a
 	$(REAL_AIRFLOW)::test_a_deferred_taskflow_function_returns_what_the_dag_branches_on
 # Each line's pytest temporary files in the checkout: a shared /tmp/pytest-of-* keeps only the newest three
 # sessions of anyone on the machine, and may remove a running deployment's home.
-COMPAT_PYTEST := $(COMPAT_BIN)/pytest -q -p no:cacheprovider --basetemp=$(CURDIR)/.test-home/pytest-$(LINE)
+COMPAT_PYTEST := $(COMPAT_BIN)/pytest -q -p no:cacheprovider --basetemp=$(CURDIR)/.test-home/pytest-$(LINE)$(COMPAT_SUFFIX)
 
-$(COMPAT_STAMP): $(COMPAT_CONSTRAINTS) pyproject.toml $(SERVICE)/pyproject.toml
+# An Airflow line's venv is installed by pip, as its users install it. Another Python's by uv, with the same pins:
+# about 6 s of CPU where pip takes over a minute, which keeps each Python's part of CI short. The interpreter:
+# scripts/find_python.sh finds pyenv's build or pythonX.Y on PATH, or fails saying so.
+$(COMPAT_STAMP): $(COMPAT_CONSTRAINTS) pyproject.toml $(SERVICE)/pyproject.toml $(if $(PYTHON_VERSION),| $(UV))
+ifeq ($(PYTHON_VERSION),)
 	$(PYTHON) -m venv $(COMPAT_VENV)
 	$(COMPAT_BIN)/pip install --quiet --disable-pip-version-check --upgrade "pip>=24"
 	$(COMPAT_BIN)/pip install --quiet --disable-pip-version-check -c $(COMPAT_CONSTRAINTS) -e './$(SERVICE)[test]' -e '.[test,torchx]'
+else
+	python=$$(scripts/find_python.sh $(PYTHON_VERSION)) && "$$python" -m venv --without-pip $(COMPAT_VENV)
+	$(UV_RUN) pip install --quiet --python $(COMPAT_BIN)/python -c $(COMPAT_CONSTRAINTS) -e './$(SERVICE)[test]' -e '.[test,torchx]'
+endif
 	touch $(COMPAT_STAMP)
 
 compat-venv: $(COMPAT_STAMP)
@@ -102,12 +132,21 @@ compat-unit: $(COMPAT_STAMP)
 	$(COMPAT_TEST_PATH) $(COMPAT_PYTEST) $(COMPAT_UNIT_TESTS)
 
 compat-examples: $(COMPAT_STAMP)
-	$(COMPAT_BIN)/python scripts/demo.py --home .demo-$(LINE) $(EXAMPLES)
+	$(COMPAT_BIN)/python scripts/demo.py --home .demo-$(LINE)$(COMPAT_SUFFIX) $(EXAMPLES)
 
 compat-deployment: $(COMPAT_STAMP) $(AZURITE)
 	$(COMPAT_TEST_PATH) $(COMPAT_PYTEST) $(COMPAT_DEPLOYMENT_TESTS)
 
 compat: compat-unit compat-examples compat-deployment
+
+# Every other supported Python on the newest line (docs/installation.md): `make py PYTHON_VERSION=3.12`
+# (3.10, 3.12, 3.13; 3.11 is $(PYTHON), `make test`'s) runs the unit tests and the hello example there.
+NEWEST_LINE := 3.3
+py-venv py-unit py-examples:
+	@test -n "$(PYTHON_VERSION)" || { echo "make $@ needs PYTHON_VERSION, e.g. PYTHON_VERSION=3.12" >&2; exit 2; }
+	@$(MAKE) --no-print-directory compat-$(@:py-%=%) LINE=$(NEWEST_LINE) EXAMPLES=example_azbatch_hello
+
+py: py-unit py-examples
 
 clean:
 	rm -rf $(VENV) .venv-* .demo .demo-* docs/_build node_modules .pytest_cache .ruff_cache .mypy_cache

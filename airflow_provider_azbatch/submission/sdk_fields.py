@@ -53,12 +53,23 @@ def _is_rest_field(value: Any) -> bool:
     return hasattr(value, "_rest_name_input") and hasattr(value, "_visibility")
 
 
+def _evaluated(annotation: Any) -> Any:
+    """The model a forward reference names. Python 3.10's get_type_hints leaves the SDK's ``list["_models.X"]``
+    element a string (3.11 evaluates it): the name is looked up in ``azure.batch.models``, as the SDK means it."""
+    if isinstance(annotation, typing.ForwardRef):
+        annotation = annotation.__forward_arg__
+    if isinstance(annotation, str):
+        return getattr(batch_models, annotation.rpartition(".")[2], Any)
+    return annotation
+
+
 def _unwrap(annotation: Any) -> tuple[Any, bool]:
     """(the element type, whether it is a list) of ``Optional[list[X]]``, ``Union[str, SomeEnum]``..."""
     is_list = False
     while True:
+        annotation = _evaluated(annotation)
         origin = typing.get_origin(annotation)
-        args = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
+        args = [_evaluated(arg) for arg in typing.get_args(annotation) if arg is not type(None)]
         if origin is typing.Union:
             # Union[str, SomeEnum] is how the SDK types an enum field: the enum is what it means.
             enums = [arg for arg in args if isinstance(arg, type) and issubclass(arg, enum.Enum)]
