@@ -186,7 +186,9 @@ def supported_versions(root: Path) -> dict[str, str]:
     project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     classifier = "Programming Language :: Python :: "
     pythons = [c.removeprefix(classifier) for c in project["classifiers"] if c.startswith(classifier + "3.")]
-    lines = [path.stem.removeprefix("airflow-") for path in (root / "constraints").glob("airflow-*.txt")]
+    # constraints/airflow-<line>.txt; airflow-<line>-py<version>.txt are that line's sets for other Pythons.
+    sets = (re.fullmatch(r"airflow-(\d+\.\d+)\.txt", path.name) for path in (root / "constraints").iterdir())
+    lines = [match[1] for match in sets if match]
     return {
         "pythons": _and(sorted(pythons, key=_version_key)),
         "airflow_lines": _and(sorted(lines, key=_version_key)),
