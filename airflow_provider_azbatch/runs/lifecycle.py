@@ -49,6 +49,22 @@ def timed_out(job_id: str, execution_timeout: timedelta | None) -> str:
     )
 
 
+def event_in_full(event: dict[str, Any] | None, context: Any, task_id: str) -> dict[str, Any] | None:
+    """The trigger's event with what it left in XCom for the task (its ``result`` key: the watch's final
+    state and last lines; see ``AzureBatchJobTrigger._small``) back in it."""
+    if not event or "result" not in event or "watch_state" in event:
+        return event
+    ti = context["ti"]
+    stored = ti.xcom_pull(task_ids=task_id, key=event["result"], map_indexes=ti.map_index)
+    if not isinstance(stored, dict) or "watch_state" not in stored:
+        raise AirflowException(
+            f"The Batch trigger's result for job {event.get('job_id')} is missing from XCom {event['result']!r}"
+        )
+    full = {key: value for key, value in event.items() if key != "result"}
+    full.update(stored)
+    return full
+
+
 class JobRun:
     """The life of the job of one try (see the module docstring)."""
 

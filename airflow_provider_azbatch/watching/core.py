@@ -190,6 +190,27 @@ class JobWatcher:
             self._save_cursors()
         return self.job_over() and not self.unfinished_output()
 
+    def follow(self, now: float) -> Step[bool]:
+        """A poll of the output alone, between two looks at the job (a trigger's account view watches its
+        state): the streamed tasks' files, and the state of those not started yet as far as the shared look
+        budget allows. True once the job is over and its output shown to the end (as :meth:`step`)."""
+        state = self.state
+        waiting = [
+            task for task in self._tasks_to_refresh() if state.task_states.get(task) not in ("running", "completed")
+        ]
+        if waiting and self.look_budget.grant(1, now):
+            (states,) = yield from ask(Call("list_task_states", (state.job_id, tuple(waiting))))
+            state.task_states.update(states)
+        try:
+            yield from self._follow_output(now)
+        finally:
+            self._save_cursors()
+        return self.job_over() and not self.unfinished_output()
+
+    def following(self) -> bool:
+        """Whether output is streamed and some of it is still to show (a follow poll is due every poll)."""
+        return bool(self._tasks_to_refresh())
+
     # -- counts, job and pool -----------------------------------------------------------------------
     def _observe_counts(self, counts: TaskCounts) -> bool:
         current = counts.to_json()
