@@ -37,9 +37,10 @@ test: $(STAMP) $(AZURITE) lint typecheck
 	$(TEST_PATH) $(BIN)/pytest $(SERVICE)/tests
 	$(TEST_PATH) $(BIN)/pytest
 
-# The benchmark suite (bench/README.md): 10-20 minutes; BENCH_ARGS=--quick for a smoke run.
+# The benchmark suite (bench/README.md): 30-40 minutes; BENCH_ARGS=--quick for a smoke run.
 bench: $(STAMP)
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
+	$(BIN)/python bench/view.py $(BENCH_ARGS)
 
 # Older Airflow lines and the dependency floors (README "Airflow lines"): `make compat LINE=3.0`.
 # LINE is 3.0, 3.1, 3.2, 3.3 (constraints/airflow-LINE.txt) or lowest-direct; each gets its own venv,

@@ -280,7 +280,8 @@ class AzureBatchAsyncHook(BaseHook):
         url: str | None = "/jobs"
         answered: datetime | None = None
         while url is not None:
-            response = await self._get(url, query=query if answered is None else None)
+            # Not behind the per-job reads in flight ([azbatch] requests_in_flight): one look answers for all.
+            response = await self._get(url, query=query if answered is None else None, gated=False)
             if answered is None:  # the first page's: the earliest, so no change is later than a look says
                 answered = service_date(response.headers.get("Date"))
             page = response.json()
@@ -306,7 +307,14 @@ class AzureBatchAsyncHook(BaseHook):
         return True
 
     # -- the hot reads, as plain requests -----------------------------------------------------------------
-    async def _get(self, url: str, headers: dict[str, str] | None = None, query: dict[str, str] | None = None) -> Any:
+    async def _get(
+        self,
+        url: str,
+        headers: dict[str, str] | None = None,
+        query: dict[str, str] | None = None,
+        *,
+        gated: bool = True,
+    ) -> Any:
         """GET through the client's own pipeline (credential, retries, proxy, user agent), raising what the
         SDK's generated operations raise.
 
@@ -319,7 +327,10 @@ class AzureBatchAsyncHook(BaseHook):
         params = None if "api-version=" in url else {"api-version": BATCH_API_VERSION, **(query or {})}
         request = HttpRequest("GET", url, params=params, headers={"Accept": "application/json", **(headers or {})})
         assert self._lease is not None
-        async with self._lease.gate:
+        if gated:
+            async with self._lease.gate:
+                response = await self.client.send_request(request)
+        else:
             response = await self.client.send_request(request)
         if response.status_code not in (200, 206):
             map_error(status_code=response.status_code, response=response, error_map=_SDK_ERROR_MAP)

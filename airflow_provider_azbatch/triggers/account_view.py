@@ -145,9 +145,16 @@ class AccountView:
         """Tell the subscribers of each job whose state changed since it was last reported."""
         for change in changes:
             subs = self._subscribers.get(change.id)
-            if not subs or self._seen.get(change.id) == change.at:
+            if not subs:
+                continue
+            seen = self._seen.get(change.id)
+            if seen == change.at:
                 continue
             self._seen[change.id] = change.at
+            if seen is None and change.state == "active":
+                # First listed since its trigger subscribed, and still running: a job created (or re-enabled)
+                # recently, which its trigger looked at when it started. Nothing it must look at again now.
+                continue
             for subscription in subs:
                 subscription.notify()
 
