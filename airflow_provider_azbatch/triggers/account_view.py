@@ -78,6 +78,11 @@ class Subscription:
         """How long this trigger may go without looking at its job when the view saw no change."""
         return self.view.job_look_interval(self.poll_interval)
 
+    @property
+    def watching(self) -> bool:
+        """Whether the view's last look answered: it reports the job's state changes."""
+        return self.view.healthy
+
     async def close(self) -> None:
         await self.view.unsubscribe(self)
 
@@ -99,6 +104,7 @@ class AccountView:
         self.ready = asyncio.Event()  # the first look answered (or failed): subscribers need not wait longer
         self._wake = asyncio.Event()
         self.looks = 0  # for tests and the benchmark
+        self.healthy = False  # the last look answered
         self.failures = 0
 
     @property
@@ -170,6 +176,7 @@ class AccountView:
             raise
         except Exception as exc:  # no client for the connection: each trigger finds out at its own look
             log.warning("Batch account view of connection %r stopped: %s", self.conn_id, describe_error(exc))
+            self.healthy = False
             self.ready.set()
             self._notify_all()
 
@@ -184,6 +191,7 @@ class AccountView:
                     changes, answered = await hook.list_job_changes(since)
                 except Exception as exc:
                     self.failures += 1
+                    self.healthy = False
                     self.ready.set()
                     if not is_transient(exc):
                         # Refused (a credential, a permission): each trigger finds out at its own next look and
@@ -204,6 +212,7 @@ class AccountView:
                         self.observe(changes)
                     since = answered - timedelta(seconds=OVERLAP_SECONDS)
                     self.looks += 1
+                    self.healthy = True
                     failing = False
                     backoff.reset()
                     self.ready.set()
@@ -249,6 +258,10 @@ class OwnLooks:
 
     def job_look_interval(self) -> float:
         return self.poll_interval
+
+    @property
+    def watching(self) -> bool:
+        return False
 
     async def close(self) -> None:
         return None

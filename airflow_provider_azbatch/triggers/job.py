@@ -1,9 +1,15 @@
 """``AzureBatchJobTrigger``: waits for a Batch job in the triggerer, streaming its tasks' output.
 
 It drives the same watch core as the synchronous operator (:mod:`airflow_provider_azbatch.watching`)
-with the native ``azure.batch.aio`` client, shared per connection in the triggerer process. An idle
-poll costs one request (task counts); output costs requests in proportion to the streams that grew
-(see :mod:`airflow_provider_azbatch.watching.core`), made concurrently.
+with the native ``azure.batch.aio`` client, shared per connection in the triggerer process. Between its own
+looks at the job it waits on the account view (:mod:`.account_view`: one listing of the account's changed
+jobs per poll for all the triggers of the process), which tells it when its job changed; it looks at the job
+itself then, and otherwise at a cadence bounded by ``[azbatch] job_looks_per_second``. Output costs requests
+in proportion to the streams that grew (see :mod:`airflow_provider_azbatch.watching.core`), made concurrently,
+every poll.
+
+The event it fires carries only what Airflow must see: the triggerer logs it in full, into the task's log. The
+watch's final state and the lines of its last poll wait for the task in XCom (``RESULT_KEY``).
 
 Deadlines hold whatever the load: the sleep ends at the deadline and a poll still in flight then is
 cancelled, so the ``timeout`` event fires within moments of it.
@@ -121,8 +127,9 @@ class PollLines:
     Those of the last poll (the one that finds the job over) are the task's to show: a triggerer that has not
     written a trigger's last lines to the task's log when it learns that the trigger is over writes them to
     its own log instead (Airflow 3.3.2 closes the task's trigger log then), where the task's log does not show
-    them. They travel in the event, which the task prints when it resumes; not read again from Batch, where
-    they may be gone by then (an auto pool is deleted when its job ends, its nodes' files with it).
+    them. They go to the task (in XCom, or in the event where XCom cannot be written), which prints them when
+    it resumes; not read again from Batch, where they may be gone by then (an auto pool is deleted when its job
+    ends, its nodes' files with it).
     """
 
     def __init__(self, emit: Emit) -> None:
@@ -377,6 +384,7 @@ class AzureBatchJobTrigger(BaseTrigger):
                         self._shown = state.to_json()
                         checkpoints.offer(self._shown, written=True)
                     changed = True
+                watcher.job_state_watched = subscription.watching
                 try:
                     if changed or started >= next_look:
                         next_look = started + subscription.job_look_interval()

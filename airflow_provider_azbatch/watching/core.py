@@ -136,6 +136,9 @@ class JobWatcher:
         self.last_job_check: float | None = None
         self.last_pool_check: float | None = None
         self.last_node_sample: float | None = None
+        # Something else reports a change of the job's state (a trigger's account view, while it looks): no
+        # periodic read of the job for that.
+        self.job_state_watched = False
         # The task counts at the last look at the job's dependencies (looked at again when they move).
         self._dependencies_seen_at: dict[str, int] | None = None
         self._tails: dict[tuple[str, str], Tail] = {}
@@ -229,6 +232,8 @@ class JobWatcher:
             return True
         if self.state.has_release and self.all_tasks_done():
             return True  # its release task runs now: the job is over when it completes
+        if self.job_state_watched:
+            return False  # a change of the job's state is reported by whoever watches it (the account view)
         return now - self.last_job_check >= JOB_STATE_CHECK_SECONDS
 
     def _observe_job(self, status: JobStatus | None, now: float) -> None:
