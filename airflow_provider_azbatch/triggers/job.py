@@ -42,9 +42,12 @@ cut off from the database), and cancels them there once it looks at the database
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
+import json
 import sys
 import time
+import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -119,6 +122,18 @@ def _health_check_threshold() -> float:
         return conf.getfloat("triggerer", "triggerer_health_check_threshold", fallback=30.0)
     except Exception:  # outside an Airflow installation, or an unreadable value: Airflow's default
         return 30.0
+
+
+def pack_result(result: dict[str, Any]) -> str:
+    """The watch's final state and last lines as one opaque string (zlib, base64) for an event."""
+    return base64.b64encode(zlib.compress(json.dumps(result).encode())).decode()
+
+
+def unpack_result(packed: str) -> dict[str, Any]:
+    value = json.loads(zlib.decompress(base64.b64decode(packed)))
+    if not isinstance(value, dict):
+        raise ValueError("not a packed watch result")
+    return value
 
 
 class PollLines:
@@ -435,8 +450,10 @@ class AzureBatchJobTrigger(BaseTrigger):
         try:
             await asyncio.wait_for(aset_xcom(RESULT_KEY, result, **where), FINAL_CHECKPOINT_SECONDS)
         except Exception as exc:
-            self.log.debug("Result not stored as XCom (%s): the event carries it", exc)
-            return event
+            # Packed: the triggerer's log of the event does not show the lines a second time.
+            self.log.debug("Result not stored as XCom (%s): the event carries it, packed", exc)
+            payload["packed"] = pack_result(result)
+            return TriggerEvent(payload)
         payload["result"] = RESULT_KEY
         return TriggerEvent(payload)
 
