@@ -180,6 +180,7 @@ class Service:
         self.errors = 0
         self.polls: dict[str, int] = {}  # job -> polls (task counts, or unfiltered first pages of list tasks)
         self.by_account: dict[str, int] = {}  # Batch requests per account (the Shared Key's account name)
+        self.growing_looks = 0  # file listings of tasks whose output grows
 
     def setup(self, spec: dict[str, Any]) -> dict[str, Any]:
         now = time.time()
@@ -262,6 +263,7 @@ class Service:
             "errors": self.errors,
             "min_polls": min(polls) if polls else 0,
             "by_account": dict(self.by_account),
+            "growing_looks": self.growing_looks,
             "ends": {job.id: job.end for job in self.jobs.values()},
         }
 
@@ -468,6 +470,8 @@ async def list_files(request: web.Request) -> web.Response:
         }
         value.append({"name": name, "url": f"{url}/{name}", "isDirectory": False, "properties": props})
     value.append({"name": "wd", "url": f"{url}/wd", "isDirectory": True})
+    if any(stream.kind != "quiet" for stream in task.streams.values()):
+        SERVICE.growing_looks += 1
     return json_reply("list_files", request, "files", {"value": value})
 
 
