@@ -398,7 +398,7 @@ class AzureBatchJobTrigger(BaseTrigger):
                         self._state = state = watcher.state
                         self._shown = state.to_json()
                         checkpoints.offer(self._shown, written=True)
-                    changed = True
+                        changed = True  # a new watcher: it looks at the job first
                 watcher.job_state_watched = subscription.watching
                 try:
                     if changed or started >= next_look:
