@@ -117,7 +117,8 @@ nitpicky = True
 # and Python's are not fetched at build time).
 nitpick_ignore_regex = [
     (r"py:.*", r"(airflow|azure|aiohttp|pendulum|structlog|jinja2|pathspec)(\..*)?"),
-    (r"py:.*", r"(collections\.abc|typing|typing_extensions|datetime|enum|pathlib|os|asyncio|logging|argparse|subprocess)\..*"),
+    (r"py:.*", r"(collections\.abc|typing|typing_extensions|datetime|enum|pathlib|os|asyncio|logging)\..*"),
+    (r"py:.*", r"(argparse|subprocess)\..*"),
     (r"py:class", r"(Any|Callable|Iterable|Iterator|Mapping|Sequence|Literal|TypeVar|T|R|Self|Enum|timedelta)"),
     (r"py:class", r"(str|int|float|bool|bytes|dict|list|tuple|set|frozenset|object|type|None|Exception)"),
     (r"py:class", r"(ValueError|TypeError|RuntimeError|KeyError|Path|datetime|Pattern)"),
