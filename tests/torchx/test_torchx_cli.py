@@ -47,7 +47,7 @@ def test_the_688_command_prints_a_handle_then_status_log_list_and_describe_work(
     # stdout first, then stderr (where the local service says it runs no container engine).
     assert log.out.splitlines()[0] == "echo/0 hello"
 
-    listed = torchx(*argv(commands.LIST, handle))
+    listed = torchx(*argv(commands.LIST))
     assert listed.code == 0, listed.err
     assert [line.split() for line in listed.out.splitlines() if handle in line] == [[handle, "echo", "SUCCEEDED"]]
 
