@@ -12,12 +12,14 @@ import json
 import re
 import shlex
 import sys
+from functools import partial
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
 from tests.devenv.test_howto_commands import RUN_BY_TESTS
+from tests.torchx import commands as torchx_commands
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -57,6 +59,16 @@ def _is_a_test(node_id: str) -> None:
     assert f"def {name}(" in source, f"{node_id} is not a test"
 
 
+def _installed_by_make_venv(requirement: str) -> None:
+    """``make venv`` (which ``make test`` runs) installs ``requirement`` with the committed constraints."""
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    installs = [line for line in makefile.splitlines() if "pip install" in line and "-c constraints.txt" in line]
+    assert any(requirement in line for line in installs), (
+        f"the Makefile does not install {requirement} with constraints"
+    )
+    _run_by_ci("test", "pytest")
+
+
 def _parses_as_airflow_azbatch(command: str) -> None:
     from airflow_provider_azbatch.cli.parser import get_parser
 
@@ -78,6 +90,14 @@ COMMANDS = {
     ".venv/bin/pytest tests/workloads/test_multi_node_and_training.py::test_training_pipeline_example_runs_green": (
         lambda: _is_a_test("tests/workloads/test_multi_node_and_training.py::test_training_pipeline_example_runs_green")
     ),
+    # From the package index: not run offline. tests/test_packaging.py checks that the wheel's extra `torchx`
+    # brings torchx-nightly; `make venv` installs the checkout with it and the same constraints.
+    'pip install "airflow-provider-azbatch[torchx]" -c constraints.txt': lambda: [
+        _is_a_test("tests/test_packaging.py::test_the_wheel_is_the_provider_alone"),
+        _installed_by_make_venv("'.[test,dev,torchx]'"),
+    ],
+    # The TorchX page: tests/torchx runs each of them, <handle> being the app it started (commands.py).
+    **{command: partial(_is_a_test, node_id) for command, node_id in torchx_commands.RUN_BY.items()},
     # The local development environment's page: tests/devenv runs each of them (test_howto_commands.py).
     **{
         command: lambda: _is_a_test(
@@ -106,13 +126,46 @@ def _blocks(page: Path) -> list[tuple[int, str, list[str]]]:
     return blocks
 
 
+def _without_comment(line: str) -> str:
+    """A shell line without its comment: as in sh, a ``#`` that begins a word outside quotes starts one."""
+    quote, i = "", 0
+    while i < len(line):
+        char = line[i]
+        if char == "\\" and quote != "'":
+            i += 2  # an escaped character, quoted or not, is the character itself
+            continue
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "#" and (i == 0 or line[i - 1] in " \t"):
+            return line[:i].rstrip()
+        i += 1
+    return line
+
+
 def _shell_commands() -> list[tuple[str, str]]:
     found = []
     for page in PAGES:
         for line, info, body in _blocks(page):
             if info in ("shell", "console", "bash", "sh"):
-                found += [(f"{page.relative_to(ROOT)}:{line}", command) for command in body if command.strip()]
+                commands = (_without_comment(text) for text in body)
+                found += [(f"{page.relative_to(ROOT)}:{line}", command) for command in commands if command.strip()]
     return found
+
+
+@pytest.mark.parametrize(
+    ("line", "command"),
+    [
+        ("torchx status <handle>    # SUCCEEDED", "torchx status <handle>"),
+        ("# a whole line of comment", ""),
+        ("echo '# quoted' \"a # too\" \\# escaped", "echo '# quoted' \"a # too\" \\# escaped"),
+        ("curl http://host/page#anchor ${VAR#prefix}  # the page", "curl http://host/page#anchor ${VAR#prefix}"),
+        ("echo 'it''s' # it's", "echo 'it''s'"),
+    ],
+)
+def test_a_trailing_shell_comment_is_not_part_of_the_command(line, command):
+    assert _without_comment(line) == command
 
 
 def test_every_code_block_is_included_or_a_command_a_test_runs():
@@ -160,9 +213,8 @@ def test_every_included_marker_exists_once_with_its_end():
     problems = []
     for page in PAGES:
         text = page.read_text(encoding="utf-8")
-        for target, start in re.findall(
-            r"```\{literalinclude\} (\S+)\n(?:.*\n)*?:start-after: \"\[START (\w+)\]\"", text
-        ):
+        # The directive's own options only: an include without markers is not paired with the next one's.
+        for target, start in INCLUDED_MARKER.findall(text):
             source = (page.parent / target).read_text(encoding="utf-8")
             if source.count(f"# [START {start}]") != 1 or source.count(f"# [END {start}]") != 1:
                 problems.append(f"{page.relative_to(ROOT)}: {target} has no single [START {start}]/[END {start}]")

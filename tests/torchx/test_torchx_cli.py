@@ -4,7 +4,7 @@ the local Batch service, with Azurite as the account's storage (workspaces shipp
 from __future__ import annotations
 
 import json
-import shlex
+import re
 from pathlib import Path
 
 import pytest
@@ -12,13 +12,9 @@ from azure.batch import models as m
 from torchx.specs import AppState
 
 from tests.helpers import wait_until
+from tests.torchx import commands
+from tests.torchx.commands import argv
 from tests.torchx.conftest import job_of
-
-# The acceptance test of the TorchX pull request this provider grew out of (pytorch/torchx#688), verbatim.
-COMMAND_688 = (
-    "python -m torchx.cli.main run --scheduler azure_batch --scheduler_args image_repo=ghcr.io/pytorch/torchx "
-    "utils.echo --image alpine:latest --msg hello"
-)
 
 pytestmark = pytest.mark.azurite
 
@@ -34,31 +30,44 @@ def wait_for_job(batch_client, job_id: str, state: str = "completed", timeout: f
 def test_the_688_command_prints_a_handle_then_status_log_list_and_describe_work(
     torchx, azbatch_with_storage, batch_client
 ):
-    run = torchx(*shlex.split(COMMAND_688)[3:])  # `torchx` runs python -m torchx.cli.main
+    run = torchx(*argv(commands.FIRST_APP))  # `torchx` runs python -m torchx.cli.main
     assert run.code == 0, run.err
     handle = run.handle
     assert handle.startswith("azure_batch://torchx/azbatch_default:torchx-echo-")
     wait_for_job(batch_client, job_of(handle))
 
-    status = torchx("status", handle)
+    status = torchx(*argv(commands.STATUS, handle))
     assert status.code == 0, status.err
     assert "State: SUCCEEDED" in status.out
     assert "*echo[0]:SUCCEEDED (exitcode: 0)" in status.out
 
     # The app's pool went with it: the output comes from the logs kept in Blob.
-    log = torchx("log", handle)
+    log = torchx(*argv(commands.LOG, handle))
     assert log.code == 0, log.err
     # stdout first, then stderr (where the local service says it runs no container engine).
     assert log.out.splitlines()[0] == "echo/0 hello"
 
-    listed = torchx("list", "-s", "azure_batch")
+    listed = torchx(*argv(commands.LIST))
     assert listed.code == 0, listed.err
     assert [line.split() for line in listed.out.splitlines() if handle in line] == [[handle, "echo", "SUCCEEDED"]]
 
-    described = torchx("describe", handle)
+    described = torchx(*argv(commands.DESCRIBE, handle))
     assert described.code == 0, described.err
     assert "'entrypoint': 'echo'" in described.out
     assert "'image': 'alpine:latest'" in described.out
+
+    before = {job.id for job in batch_client.list_jobs()}
+    dryrun = torchx(*argv(commands.DRYRUN))
+    assert dryrun.code == 0, dryrun.err
+    assert '"pool"' in dryrun.out, dryrun.out
+    assert '"commandLine"' in dryrun.out, dryrun.out
+    assert {job.id for job in batch_client.list_jobs()} == before
+
+    deleted = torchx(*argv(commands.DELETE, handle))
+    assert deleted.code == 0, deleted.err
+    wait_until(
+        lambda: job_of(handle) not in {job.id for job in batch_client.list_jobs()}, timeout=60, what="the job deleted"
+    )
 
 
 def test_a_failing_app_a_cancelled_app_a_followed_log_and_the_workspace(
@@ -80,7 +89,7 @@ def test_a_failing_app_a_cancelled_app_a_followed_log_and_the_workspace(
         assert run.code == 0, run.err
 
     # --tail follows the running app until it ends: every line, in order.
-    followed = torchx("log", "--tail", "--streams", "stdout", counting.handle)
+    followed = torchx(*argv(commands.LOG_TAIL, counting.handle))
     assert followed.code == 0, followed.err
     assert followed.out.splitlines() == [
         "sh/0 from the workspace",
@@ -103,13 +112,21 @@ def test_a_failing_app_a_cancelled_app_a_followed_log_and_the_workspace(
         timeout=120,
         what="the sleeping app's task running",
     )
-    cancel = torchx("cancel", sleeping.handle)
+    cancel = torchx(*argv(commands.CANCEL, sleeping.handle))
     assert cancel.code == 0, cancel.err
     wait_for_job(batch_client, job_of(sleeping.handle))
     status = json.loads(torchx("status", "--json", sleeping.handle).out)
     assert status["state"] == "CANCELLED"
 
 
-def test_the_docs_show_the_688_command_these_tests_run():
+def test_the_docs_show_exactly_the_commands_these_tests_run():
+    """The page's torchx command lines (a trailing `# ...` says what it prints) are the ones the tests run."""
     page = (Path(__file__).resolve().parents[2] / "docs" / "howto" / "torchx.md").read_text()
-    assert f"```shell\n{COMMAND_688}\n```" in page
+    blocks = re.findall(r"^```shell\n(.*?)^```$", page, flags=re.MULTILINE | re.DOTALL)
+    shown = {
+        re.sub(r"\s+# .*$", "", line).strip()
+        for block in blocks
+        for line in block.splitlines()
+        if re.match(r"(torchx|python -m torchx)", line)
+    }
+    assert shown == set(commands.RUN_BY)

@@ -16,8 +16,13 @@ specs = pytest.importorskip("torchx.specs", reason="the [torchx] extra is not in
 START = datetime(2026, 1, 1)
 
 
-def test_a_component_with_templated_arguments_runs_every_replica_with_its_own_macros(airflow_db, azbatch_default):
+def test_a_component_with_templated_arguments_runs_every_replica_with_its_own_macros(
+    airflow_db, azbatch_default, monkeypatch
+):
+    monkeypatch.setenv("AIRFLOW__AZBATCH__POLL_INTERVAL", "0.3")
     with DAG("torchx_component", schedule=None, start_date=START) as dag:
+        # docs/howto/torchx.md shows this operator.
+        # [START howto_torchx_component_args]
         AzureBatchTorchXOperator(
             task_id="replicas",
             component="utils.sh",
@@ -30,8 +35,8 @@ def test_a_component_with_templated_arguments_runs_every_replica_with_its_own_ma
             ],
             # A pool that outlives the job: the other replica's output is read from its node at the end.
             app_options={"shared_pool": "torchx-dag-pool", "max_nodes": 2, "autoscale": False},
-            poll_interval=0.3,
         )
+        # [END howto_torchx_component_args]
     run, logs = run_dag(dag)
     assert run.state == "success", "\n".join(logs[-30:])
     primary = next(line for line in logs if line.startswith("[sh] replica="))

@@ -19,11 +19,14 @@ from airflow.sdk import DAG
 from airflow_provider_azbatch.operators.torchx import AzureBatchTorchXOperator
 from tests.airflow_helpers import run_dag
 from tests.helpers import wait_until
+from tests.torchx import commands
+from tests.torchx.commands import argv
 from tests.torchx.conftest import job_of
 
 SCRIPT = Path(__file__).with_name("allreduce.py")
-# A pool that outlives each app: the other replica's output is read from its node afterwards.
-POOL = {"shared_pool": "torchx-rendezvous", "max_nodes": 2, "autoscale": False}
+# The page's pool, with fixed nodes: the other replica's output is read from its node after the app, which an
+# autoscaling pool may have removed by then.
+POOL = {"shared_pool": "training", "max_nodes": 2, "autoscale": False}
 # The CPU build warns at every import that NumPy is missing; nothing here needs it.
 ENV = "GLOO_SOCKET_IFNAME=lo,PYTHONWARNINGS=ignore:Failed to initialize NumPy"
 
@@ -34,9 +37,25 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+def local_args() -> list[str]:
+    """What this machine needs on top of the page's component arguments: small roles, a free rendezvous port
+    (tests run side by side), and gloo on the loopback interface."""
+    return ["--cpu", "1", "--memMB", "512", "--rdzv_port", str(_free_port()), "--env", ENV]
+
+
 def component_args() -> list[str]:
-    return ["-j", "2x1", "--cpu", "1", "--memMB", "512", "--rdzv_port", str(_free_port()), "--env", ENV,
-            "--script", str(SCRIPT)]  # fmt: skip
+    return ["-j", "2x1", *local_args(), "--script", str(SCRIPT)]
+
+
+def documented_torchrun() -> list[str]:
+    """The page's ``torchx run ... dist.torchrun`` as run here: the script is allreduce.py, given by its path
+    (no workspace: the local nodes share this machine's files), on fixed nodes, with ``local_args()``."""
+    words = argv(commands.TORCHRUN)
+    cfg = words.index("-cfg") + 1
+    assert words[cfg] == "shared_pool=training,max_nodes=2"
+    words[cfg] = ",".join(f"{key}={value}" for key, value in POOL.items())
+    assert words[-2:] == ["--script", "train.py"]
+    return [words[0], "--workspace", "", *words[1:-2], *local_args(), "--script", str(SCRIPT)]
 
 
 def ranks(lines: list[str]) -> set[str]:
@@ -44,8 +63,7 @@ def ranks(lines: list[str]) -> set[str]:
 
 
 def test_torchrun_on_two_replicas_through_torchx_run(torchx, azbatch_default, batch_client):
-    options = ",".join(f"{key}={value}" for key, value in POOL.items())
-    run = torchx("run", "-s", "azure_batch", "--workspace", "", "-cfg", options, "dist.torchrun", *component_args())
+    run = torchx(*documented_torchrun())
     assert run.code == 0, run.err
     job_id = job_of(run.handle)
     wait_until(lambda: batch_client.get_job(job_id).state == "completed", timeout=400, what="the rendezvous app")
