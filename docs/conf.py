@@ -72,6 +72,8 @@ autoapi_ignore = [
     "*/cli/*",
     # A command (azbatch-dev), not an API: its reference is its parser (reference/cli.md).
     "*/devenv/*",
+    # The TorchX scheduler: used through `torchx` (its options: docs/howto/torchx.md); operators/torchx.py is the API.
+    "*/torchx/*",
     "*/watching/*",
     "*/runs/*",
     "*/results/*",
@@ -116,7 +118,7 @@ nitpicky = True
 # External types the signatures name, deliberately not linked (Azure SDK docs publish no inventory; Airflow's
 # and Python's are not fetched at build time).
 nitpick_ignore_regex = [
-    (r"py:.*", r"(airflow|azure|aiohttp|pendulum|structlog|jinja2|pathspec)(\..*)?"),
+    (r"py:.*", r"(airflow|azure|aiohttp|pendulum|structlog|jinja2|pathspec|torchx)(\..*)?"),
     (r"py:.*", r"(collections\.abc|typing|typing_extensions|datetime|enum|pathlib|os|asyncio|logging)\..*"),
     (r"py:.*", r"(argparse|subprocess)\..*"),
     (r"py:class", r"(Any|Callable|Iterable|Iterator|Mapping|Sequence|Literal|TypeVar|T|R|Self|Enum|timedelta)"),

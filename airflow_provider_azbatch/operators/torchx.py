@@ -3,7 +3,7 @@ Azure Batch job, with everything :class:`~airflow_provider_azbatch.operators.job
 job: deferral, live output in the task log, reattach on retry, failure reports, results and cost in XCom.
 
 The app is materialized when the task runs (so ``component_args`` may hold templates) and mapped to the job
-request the ``azure_batch`` TorchX scheduler sends (:mod:`airflow_provider_azbatch.torchx.mapping`); the rest is
+request the ``azure_batch`` TorchX scheduler sends (``airflow_provider_azbatch.torchx.mapping``); the rest is
 the job operator's. The job's id is the operator's (from DAG, task, run and map index), so a retry finds it.
 """
 
