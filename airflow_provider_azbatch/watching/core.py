@@ -187,11 +187,7 @@ class JobWatcher:
         if refresh and (moved or any(state.task_states.get(task) is None for task in refresh)):
             (states,) = yield from ask(Call("list_task_states", (state.job_id, tuple(refresh))))
             state.task_states.update(states)
-        try:
-            yield from self._follow_output(now)
-        finally:
-            self._save_cursors()
-        return self.job_over() and not self.unfinished_output()
+        return (yield from self._output_then_over(now))
 
     def follow(self, now: float) -> Step[bool]:
         """A poll of the output alone, between two looks at the job (a trigger's account view watches its
@@ -204,6 +200,10 @@ class JobWatcher:
         if waiting and self.look_budget.grant(1, now):
             (states,) = yield from ask(Call("list_task_states", (state.job_id, tuple(waiting))))
             state.task_states.update(states)
+        return (yield from self._output_then_over(now))
+
+    def _output_then_over(self, now: float) -> Step[bool]:
+        """Show the streamed tasks' new output; True once the job is over and its output shown to the end."""
         try:
             yield from self._follow_output(now)
         finally:
