@@ -92,7 +92,10 @@ def test_training_pipeline_example_runs_green(airflow_db, azbatch_with_storage, 
     ]
     assert len(staged) == 1
     assert staged[0].startswith("workspace-")
-    assert sum("already staged in azbatch-workspaces/" in line for line in logs) == 2
+    # train and evaluate find it staged (prepare too when an earlier test of the session's Azurite staged the
+    # same code: the archive is named by its content).
+    staged_lines = [line for line in logs if "already staged in azbatch-workspaces/" in line]
+    assert len(staged_lines) in (2, 3), staged_lines
     # Each step's log ends with what its job cost: the fan-out and the evaluation on the shared CPU pool
     # (task time per slot), the training on its own GPU pool (node time, idle share).
     costs = [line for line in logs if line.startswith("Cost estimate: $")]
