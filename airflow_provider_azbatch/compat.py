@@ -211,6 +211,21 @@ async def aset_xcom(key: str, value: Any, *, dag_id: str, task_id: str, run_id: 
     await sync_to_async(BaseXCom.set)(key, value, dag_id=dag_id, task_id=task_id, run_id=run_id, map_index=map_index)
 
 
+def triggers_run_inline() -> bool:
+    """Whether triggers run in the task's own process (``airflow dags test``, ``dag.test()``), not in a triggerer.
+
+    ``dag.test()`` runs a deferred task's trigger in-line under an in-process supervisor
+    (``InProcessTestSupervisor.run_trigger_in_process``), whose comms it installs as the task runner's
+    ``SUPERVISOR_COMMS`` for as long as the trigger runs; a triggerer's runner has its own comms there.
+    """
+    try:
+        from airflow.sdk.execution_time import task_runner
+    except ImportError:
+        return False
+    comms = getattr(task_runner, "SUPERVISOR_COMMS", None)
+    return type(comms).__name__ == "InProcessSupervisorComms"
+
+
 # -- the command line ----------------------------------------------------------------------------------
 
 

@@ -50,7 +50,7 @@ else:  # aiohttp's own dependency before Python 3.11
     from async_timeout import timeout_at  # type: ignore[import-not-found, unused-ignore]
 
 from airflow_provider_azbatch import config
-from airflow_provider_azbatch.compat import aget_xcom, aset_xcom, redact
+from airflow_provider_azbatch.compat import aget_xcom, aset_xcom, redact, triggers_run_inline
 from airflow_provider_azbatch.hooks.batch_async import AzureBatchAsyncHook
 from airflow_provider_azbatch.hooks.errors import describe_error
 from airflow_provider_azbatch.pools.health import PoolProblem
@@ -330,9 +330,10 @@ class AzureBatchJobTrigger(BaseTrigger):
         later on a busy scheduler; when the trigger's event has moved the task instance to queued or running
         by then, Airflow 3.0-3.3.2 take that stale success for a task changed externally and fail the task
         (apache/airflow#67287, #72716; only the scheduled variant is fixed, in 3.2.2): a job that ends within
-        seconds of the deferral would fail its Airflow task.
+        seconds of the deferral would fail its Airflow task. Triggers run in-line (``airflow dags test``) have
+        no such race, and no floor.
         """
-        if self.deferred_at is None:
+        if self.deferred_at is None or triggers_run_inline():
             return
         until = self.deferred_at + config.get_float("min_deferral_seconds")
         if self.deadline is not None:

@@ -117,3 +117,25 @@ def test_an_auto_pools_last_lines_are_shown_though_its_nodes_are_gone(airflow_db
     run, logs = run_dag(dag)
     assert run.state == "success"
     assert [line for line in logs if line.startswith("[main] tail ")] == [f"[main] tail {n}" for n in range(1, 6)]
+
+
+def test_no_min_deferral_floor_when_triggers_run_in_line(airflow_db, azbatch_default, shared_pool, monkeypatch):
+    # The floor guards against a race of Airflow's scheduler; under dag.test() / `airflow dags test` the trigger
+    # runs in the task's own process and there is none: a 3-second job does not wait for the floor (30 s here).
+    import time
+
+    monkeypatch.setenv("AIRFLOW__AZBATCH__MIN_DEFERRAL_SECONDS", "30")
+    with DAG("deferred_no_floor_in_line", schedule=None, start_date=START) as dag:
+        AzureBatchJobOperator(
+            task_id="short",
+            pool_id=shared_pool,
+            tasks=[{"id": "t", "command_line": "/bin/sh -c 'sleep 3; echo over'"}],
+            poll_interval=0.5,
+            deferrable=True,
+        )
+    started = time.monotonic()
+    run, logs = run_dag(dag)
+    took = time.monotonic() - started
+    assert run.state == "success"
+    assert "[t] over" in logs
+    assert took < 30
