@@ -27,7 +27,7 @@ from torchx.workspace.api import WorkspaceMixin
 from airflow_provider_azbatch.torchx.account import Account, split_app_id
 from airflow_provider_azbatch.torchx.names import APP_METADATA_KEY, JOB_ID_PREFIX, roles_of
 from airflow_provider_azbatch.torchx.options import AzureBatchOpts
-from airflow_provider_azbatch.torchx.states import CANCEL_REASON, CANCEL_REASONS, Counts, app_state, replica_state
+from airflow_provider_azbatch.torchx.states import CANCEL_REASON, CANCEL_REASONS, app_state, replica_state
 
 if TYPE_CHECKING:
     from airflow_provider_azbatch.hooks.batch import AzureBatchHook
@@ -136,7 +136,7 @@ class AzureBatchScheduler(WorkspaceMixin[None], Scheduler[AzureBatchOpts]):
         metadata = {item.name: item.value for item in job.metadata or [] if item.name}
         reason = getattr(job.execution_info, "termination_reason", None)
         counts = hook.get_task_counts(job_id)
-        state = app_state(enum_value(job.state), reason, Counts(**counts.to_json()))
+        state = app_state(enum_value(job.state), reason, counts)
         cancelled = reason in CANCEL_REASONS
         statuses, roles = [], []
         for name, task_id, replicas, entrypoint in roles_of(metadata):
@@ -243,7 +243,7 @@ class AzureBatchScheduler(WorkspaceMixin[None], Scheduler[AzureBatchOpts]):
             apps.append(
                 ListAppResponse(
                     app_id=account.app_id(job.id),
-                    state=app_state(enum_value(job.state), reason, Counts(**counts.to_json())),
+                    state=app_state(enum_value(job.state), reason, counts),
                     name=metadata.get(APP_METADATA_KEY, ""),
                 )
             )

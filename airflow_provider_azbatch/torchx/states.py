@@ -10,9 +10,9 @@ A job the provider submits ends with its last task (or with a terminate request)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from torchx.specs import AppState
+
+from airflow_provider_azbatch.watching.state import TaskCounts
 
 # Terminate reasons that mean someone stopped the app: torchx cancel, Batch's default for a user's terminate
 # request, and a killed Airflow task (runs/lifecycle.py).
@@ -21,22 +21,7 @@ CANCEL_REASONS = frozenset({CANCEL_REASON, "UserTerminate", "AirflowTaskKilled"}
 ENDED_JOB_STATES = frozenset({"completed", "terminating"})
 
 
-@dataclass(frozen=True)
-class Counts:
-    """The job's task counts (Batch's ``taskcounts``)."""
-
-    active: int = 0
-    running: int = 0
-    completed: int = 0
-    succeeded: int = 0
-    failed: int = 0
-
-    @property
-    def total(self) -> int:
-        return self.active + self.running + self.completed
-
-
-def app_state(job_state: str | None, terminate_reason: str | None, counts: Counts) -> AppState:
+def app_state(job_state: str | None, terminate_reason: str | None, counts: TaskCounts) -> AppState:
     """The app's state from its job's state, terminate reason and task counts."""
     if job_state is None:
         return AppState.UNKNOWN

@@ -22,6 +22,10 @@ class TaskCounts:
     succeeded: int = 0
     failed: int = 0
 
+    @property
+    def total(self) -> int:
+        return self.active + self.running + self.completed
+
     def to_json(self) -> dict[str, int]:
         return asdict(self)
 

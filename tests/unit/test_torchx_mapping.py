@@ -14,7 +14,8 @@ from airflow_provider_azbatch.exceptions import AzureBatchValidationError  # noq
 from airflow_provider_azbatch.submission.shell import shell_command  # noqa: E402
 from airflow_provider_azbatch.torchx.mapping import job_request, new_job_id, role_task  # noqa: E402
 from airflow_provider_azbatch.torchx.options import AzureBatchOpts, TorchXOptionError  # noqa: E402
-from airflow_provider_azbatch.torchx.states import Counts, app_state  # noqa: E402
+from airflow_provider_azbatch.torchx.states import app_state  # noqa: E402
+from airflow_provider_azbatch.watching.state import TaskCounts  # noqa: E402
 
 APP_ID = "azbatch_default:torchx-train-abc"
 
@@ -140,15 +141,15 @@ def test_job_ids_carry_the_prefix_list_filters_on():
 @pytest.mark.parametrize(
     ("job_state", "reason", "counts", "expected"),
     [
-        ("active", None, Counts(active=1), AppState.PENDING),
-        ("active", None, Counts(running=1), AppState.RUNNING),
-        ("active", None, Counts(running=1, completed=1, failed=1), AppState.RUNNING),
-        ("completed", "AllTasksComplete", Counts(completed=2, succeeded=2), AppState.SUCCEEDED),
-        ("completed", "AllTasksComplete", Counts(completed=2, succeeded=1, failed=1), AppState.FAILED),
-        ("completed", "MaxWallClockTimeExpiry", Counts(active=1), AppState.FAILED),
-        ("completed", "TorchXCancel", Counts(completed=1), AppState.CANCELLED),
-        ("terminating", "UserTerminate", Counts(running=1), AppState.CANCELLED),
-        ("active", None, Counts(completed=1, succeeded=1), AppState.SUCCEEDED),
+        ("active", None, TaskCounts(active=1), AppState.PENDING),
+        ("active", None, TaskCounts(running=1), AppState.RUNNING),
+        ("active", None, TaskCounts(running=1, completed=1, failed=1), AppState.RUNNING),
+        ("completed", "AllTasksComplete", TaskCounts(completed=2, succeeded=2), AppState.SUCCEEDED),
+        ("completed", "AllTasksComplete", TaskCounts(completed=2, succeeded=1, failed=1), AppState.FAILED),
+        ("completed", "MaxWallClockTimeExpiry", TaskCounts(active=1), AppState.FAILED),
+        ("completed", "TorchXCancel", TaskCounts(completed=1), AppState.CANCELLED),
+        ("terminating", "UserTerminate", TaskCounts(running=1), AppState.CANCELLED),
+        ("active", None, TaskCounts(completed=1, succeeded=1), AppState.SUCCEEDED),
     ],
 )
 def test_app_states(job_state, reason, counts, expected):
