@@ -56,9 +56,10 @@ docs: $(DOCS_STAMP)
 	$(BIN)/python docs/_ext/check_links.py docs/_build/html
 	$(BIN)/linkchecker --no-status docs/_build/html/index.html
 
-# The benchmark suite (bench/README.md): 10-20 minutes; BENCH_ARGS=--quick for a smoke run.
+# The benchmark suite (bench/README.md): 30-40 minutes; BENCH_ARGS=--quick for a smoke run.
 bench: $(STAMP)
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
+	$(BIN)/python bench/view.py $(BENCH_ARGS)
 
 # uv: for the other Pythons' venvs (below); scripts/constraints.py resolves the dependency sets with the same
 # version (tests/test_pythons.py). Installed into .venv-uv by pip, as the script does when uv is not on PATH.

@@ -293,6 +293,27 @@ CONFIG_OPTIONS: dict[str, Any] = {
         "example": "200",
         "default": "100",
     },
+    "account_view": {
+        "description": "Watch deferred jobs through one account view per Batch account and triggerer (one "
+        "listing of the jobs that changed per poll, shared by all the account's triggers). False: each trigger "
+        "looks at its own job every poll (one request or more per job and poll), as before 0.3.0.",
+        "version_added": "0.3.0",
+        "type": "boolean",
+        "example": "False",
+        "default": "True",
+    },
+    "job_looks_per_second": {
+        "description": "Per-job looks (task counts, and what they lead to) a triggerer makes per second at most "
+        "for the deferred jobs of one Batch account, between the changes its account view reports. One periodic "
+        "listing of the jobs whose state changed (the account view) tells every trigger of the account when its "
+        "job ended; a trigger looks at its own job when it changed and otherwise every poll_interval, or every "
+        "(deferred jobs of the account / this) seconds when that is longer (at most 60 s), for what the listing "
+        "cannot show: progress, tasks blocked by failed dependencies, a pool that cannot give nodes.",
+        "version_added": "0.3.0",
+        "type": "float",
+        "example": "50",
+        "default": "20",
+    },
     "requests_in_flight": {
         "description": "Requests to one Batch account that a triggerer's polls have in flight at once, all its "
         "deferred jobs together (more wait their turn). Enough to cover what a triggerer's CPU can poll times "

@@ -7,6 +7,8 @@ so the bytes written are known exactly at any time. It answers only what a watch
 
     GET  /jobs/{j}/taskcounts              200 {"taskCounts", "taskSlotCounts"}
     GET  /jobs/{j}                         200 (``$select``)
+    GET  /jobs                             200 (``$filter=stateTransitionTime ge datetime'...'`` only, ``$select``;
+                                           the jobs of the account the Shared Key names)
     GET  /jobs/{j}/tasks                   200 (``$filter`` on id/state with ``or``, ``$select``, paging)
     GET  /jobs/{j}/tasks/{t}/files         200 stdout.txt, stderr.txt, wd
     HEAD /jobs/{j}/tasks/{t}/files/{f}     200, headers only
@@ -16,6 +18,7 @@ Response shapes and headers follow the recorded real service (local-azure-batch/
 Shared Key signature is accepted: the endpoint is not what is measured.
 
 Admin (not Batch): ``POST /_bench/setup`` (spec below), ``POST /_bench/finish`` (every task completes now),
+``POST /_bench/ends`` (``{"first": epoch seconds, "spread": seconds}``: the jobs end one after the other),
 ``GET /_bench/stats`` (requests and response bytes per operation, file bytes served and written, the
 fewest polls of a job), ``POST /_bench/account`` (``{"jobs": [...]}``: their bytes served and written,
 lines written). Run: ``python bench/synthetic_batch.py --port 8765 [--latency-ms 10]`` (Batch requests are
@@ -156,6 +159,7 @@ class Job:
     created: float
     pool: str = "bench-pool"
     end: float | None = None
+    account: str = "benchacct"
     tasks: list[Task] = field(default_factory=list)
     by_id: dict[str, Task] = field(default_factory=dict)
 
@@ -175,6 +179,8 @@ class Service:
         self.served_by_job: dict[str, int] = {}
         self.errors = 0
         self.polls: dict[str, int] = {}  # job -> polls (task counts, or unfiltered first pages of list tasks)
+        self.by_account: dict[str, int] = {}  # Batch requests per account (the Shared Key's account name)
+        self.growing_looks = 0  # file listings of tasks whose output grows
 
     def setup(self, spec: dict[str, Any]) -> dict[str, Any]:
         now = time.time()
@@ -186,8 +192,14 @@ class Service:
         grow = None if growing is None else {(j, t) for j, t in growing}
         runtime = spec.get("runtime")
         self.unwatched = {f"{prefix}-{j:05d}" for j in spec.get("timeout_jobs", [])}
+        accounts = spec.get("accounts") or ["benchacct"]
+        # "ends": [seconds from now, spread]: job j of n ends at now + first + spread * j / n.
+        ends = spec.get("ends")
         for j in range(spec["jobs"]):
-            job = Job(f"{prefix}-{j:05d}", now, end=now + runtime if runtime else None)
+            end = now + runtime if runtime else None
+            if ends:
+                end = now + ends[0] + ends[1] * j / spec["jobs"]
+            job = Job(f"{prefix}-{j:05d}", now, end=end, account=accounts[j % len(accounts)])
             for t in range(spec["tasks"]):
                 task_id = f"t{t:03d}"
                 writes = grow is None or (j, t) in grow
@@ -200,6 +212,15 @@ class Service:
                 job.by_id[task_id] = task
             self.jobs[job.id] = job
         return {"jobs": len(self.jobs), "time": now}
+
+    def schedule_ends(self, first: float, spread: float) -> dict[str, Any]:
+        """Job j of n ends at ``first`` + ``spread`` * j / n (epoch seconds)."""
+        jobs = list(self.jobs.values())
+        for j, job in enumerate(jobs):
+            job.end = first + spread * j / len(jobs)
+            for task in job.tasks:
+                task.wire.pop("completed", None)
+        return {"jobs": len(jobs)}
 
     def finish(self) -> dict[str, Any]:
         now = time.time()
@@ -241,6 +262,9 @@ class Service:
             "lines_written": self.written(now, "lines") // UNIT,
             "errors": self.errors,
             "min_polls": min(polls) if polls else 0,
+            "by_account": dict(self.by_account),
+            "growing_looks": self.growing_looks,
+            "ends": {job.id: job.end for job in self.jobs.values()},
         }
 
 
@@ -361,6 +385,35 @@ async def get_job(request: web.Request) -> web.Response:
     return json_reply("get_job", request, "jobs/@Element", select(item, request), extra)
 
 
+JOB_CHANGES = re.compile(r"^stateTransitionTime ge datetime'([^']+)'$")
+
+
+async def list_jobs(request: web.Request) -> web.Response:
+    """The jobs of the caller's account whose state changed since a time: the one filter the account view sends
+    (Batch documents more for List Jobs; anything else is refused here, as the endpoint is not an emulator)."""
+    match = JOB_CHANGES.match(request.query.get("$filter", ""))
+    if match is None:
+        return error("list_jobs", request, 400, "InvalidQueryParameterValue", "Only stateTransitionTime ge is served.")
+    since = datetime.fromisoformat(match.group(1).replace("Z", "+00:00")).timestamp()
+    account = caller(request)
+    now = time.time()
+    items = []
+    for job in SERVICE.jobs.values():
+        if job.account != account:
+            continue
+        state = job.state(now)
+        changed = job.end if state == "completed" and job.end is not None else job.created
+        if changed >= since:
+            item = {"id": job.id, "state": state, "stateTransitionTime": iso(changed)}
+            items.append(select(item, request))
+    return json_reply("list_jobs", request, "jobs", {"value": items})
+
+
+def caller(request: web.Request) -> str:
+    auth = request.headers.get("Authorization", "")
+    return auth[len("SharedKey ") :].split(":", 1)[0] if auth.startswith("SharedKey ") else ""
+
+
 async def list_tasks(request: web.Request) -> web.Response:
     job = find_job(request)
     query = request.query
@@ -417,6 +470,8 @@ async def list_files(request: web.Request) -> web.Response:
         }
         value.append({"name": name, "url": f"{url}/{name}", "isDirectory": False, "properties": props})
     value.append({"name": "wd", "url": f"{url}/wd", "isDirectory": True})
+    if any(stream.kind != "quiet" for stream in task.streams.values()):
+        SERVICE.growing_looks += 1
     return json_reply("list_files", request, "files", {"value": value})
 
 
@@ -477,6 +532,11 @@ async def admin_finish(request: web.Request) -> web.Response:
     return web.json_response(SERVICE.finish())
 
 
+async def admin_ends(request: web.Request) -> web.Response:
+    body = await request.json()
+    return web.json_response(SERVICE.schedule_ends(float(body["first"]), float(body["spread"])))
+
+
 async def admin_account(request: web.Request) -> web.Response:
     return web.json_response(SERVICE.account((await request.json())["jobs"]))
 
@@ -498,8 +558,11 @@ def make_app(latency: float = 0.0) -> web.Application:
     @web.middleware
     async def network(request: web.Request, handler: Any) -> web.StreamResponse:
         """A Batch request answers after ``latency`` seconds, as over a network (admin ones at once)."""
-        if latency and not request.path.startswith("/_bench/"):
-            await asyncio.sleep(latency)
+        if not request.path.startswith("/_bench/"):
+            account = caller(request)
+            SERVICE.by_account[account] = SERVICE.by_account.get(account, 0) + 1
+            if latency:
+                await asyncio.sleep(latency)
         return await handler(request)
 
     app = web.Application(middlewares=[network])
@@ -510,8 +573,10 @@ def make_app(latency: float = 0.0) -> web.Application:
     r.add_route("HEAD", "/jobs/{job}/tasks/{task}/files/{name}", file)
     r.add_get("/jobs/{job}/tasks/{task}/files/{name}", file, allow_head=False)
     r.add_get("/jobs/{job}", get_job)
+    r.add_get("/jobs", list_jobs)
     r.add_post("/_bench/setup", admin_setup)
     r.add_post("/_bench/finish", admin_finish)
+    r.add_post("/_bench/ends", admin_ends)
     r.add_post("/_bench/reset", admin_reset)
     r.add_post("/_bench/account", admin_account)
     r.add_get("/_bench/stats", admin_stats)

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import quote
 
@@ -38,6 +39,7 @@ from airflow_provider_azbatch.hooks.translate import (
     ACTIVE_SELECT,
     FAILED_FILTER,
     FAILED_SELECT,
+    JOB_CHANGE_SELECT,
     NODE_TIMES_SELECT,
     POOL_SELECT,
     active_task_of,
@@ -45,14 +47,17 @@ from airflow_provider_azbatch.hooks.translate import (
     failed_task_of,
     file_info_from_wire,
     id_filter,
+    job_change_of,
     job_status_of,
     node_times_of,
+    odata_time,
+    service_date,
     side_task_runs_of,
     state_filter,
     tail_range,
 )
 from airflow_provider_azbatch.watching.blocking import ActiveTask, FailedTask, SideTaskRun
-from airflow_provider_azbatch.watching.state import FileEnd, FileInfo, JobStatus, NodeTimes, TaskCounts
+from airflow_provider_azbatch.watching.state import FileEnd, FileInfo, JobChange, JobStatus, NodeTimes, TaskCounts
 
 # What the SDK's generated operations raise for these statuses (the others: HttpResponseError).
 _SDK_ERROR_MAP = {
@@ -265,6 +270,30 @@ class AzureBatchAsyncHook(BaseHook):
         statuses = self.client.list_job_preparation_and_release_task_status(job_id)
         return [run async for status in statuses for run in side_task_runs_of(status)]
 
+    # -- the account view's look ------------------------------------------------------------------------
+    async def list_job_changes(self, since: datetime | None) -> tuple[list[JobChange], datetime]:
+        """The jobs of the account whose state changed at or after ``since`` (service time), and the service's
+        time when it answered (the response's ``Date``). ``since`` None lists nothing: a read of the clock.
+
+        Only a filter Batch documents for List Jobs (``stateTransitionTime``: eq ne ge gt le lt) and ``$select``
+        of three fields: each entry is some 100 bytes, and the service does the filtering.
+        """
+        cutoff = since if since is not None else datetime(9999, 12, 31, tzinfo=timezone.utc)
+        query = {"$filter": f"stateTransitionTime ge datetime'{odata_time(cutoff)}'", "$select": JOB_CHANGE_SELECT}
+        changes: list[JobChange] = []
+        url: str | None = "/jobs"
+        answered: datetime | None = None
+        while url is not None:
+            # Not behind the per-job reads in flight ([azbatch] requests_in_flight): one look answers for all.
+            response = await self._get(url, query=query if answered is None else None, gated=False)
+            if answered is None:  # the first page's: the earliest, so no change is later than a look says
+                answered = service_date(response.headers.get("Date"))
+            page = response.json()
+            changes.extend(job_change_of(entry) for entry in page.get("value", ()))
+            url = page.get("odata.nextLink")
+        assert answered is not None
+        return changes, answered
+
     # -- the one write a trigger makes ------------------------------------------------------------------
     async def terminate_job(self, job_id: str, reason: str) -> bool:
         """Ask the service to terminate the job (not waiting for it); False if it had ended or is gone."""
@@ -282,7 +311,14 @@ class AzureBatchAsyncHook(BaseHook):
         return True
 
     # -- the hot reads, as plain requests -----------------------------------------------------------------
-    async def _get(self, url: str, headers: dict[str, str] | None = None) -> Any:
+    async def _get(
+        self,
+        url: str,
+        headers: dict[str, str] | None = None,
+        query: dict[str, str] | None = None,
+        *,
+        gated: bool = True,
+    ) -> Any:
         """GET through the client's own pipeline (credential, retries, proxy, user agent), raising what the
         SDK's generated operations raise.
 
@@ -292,10 +328,13 @@ class AzureBatchAsyncHook(BaseHook):
         it in request building, tracing, header parsing and lazy model fields a poll does not use. The
         bodies are read to the same values the models give (:mod:`.translate`).
         """
-        params = None if "api-version=" in url else {"api-version": BATCH_API_VERSION}
+        params = None if "api-version=" in url else {"api-version": BATCH_API_VERSION, **(query or {})}
         request = HttpRequest("GET", url, params=params, headers={"Accept": "application/json", **(headers or {})})
         assert self._lease is not None
-        async with self._lease.gate:
+        if gated:
+            async with self._lease.gate:
+                response = await self.client.send_request(request)
+        else:
             response = await self.client.send_request(request)
         if response.status_code not in (200, 206):
             map_error(status_code=response.status_code, response=response, error_map=_SDK_ERROR_MAP)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 from airflow_provider_azbatch.enums import enum_value
 from airflow_provider_azbatch.watching.blocking import ActiveTask, FailedTask, SideTaskRun
-from airflow_provider_azbatch.watching.state import FileInfo, JobStatus, NodeTimes, TaskCounts
+from airflow_provider_azbatch.watching.state import FileInfo, JobChange, JobStatus, NodeTimes, TaskCounts
 
 POOL_SELECT = [
     "id",
@@ -28,6 +29,8 @@ ACTIVE_FILTER = "state eq 'active'"
 ACTIVE_SELECT = ["id", "dependsOn"]
 FAILED_FILTER = "state eq 'completed' and executionInfo/result eq 'failure'"
 FAILED_SELECT = ["id", "executionInfo", "exitConditions"]
+# What the account view lists of each job that changed.
+JOB_CHANGE_SELECT = "id,state,stateTransitionTime"
 
 
 def state_filter(states: Sequence[str]) -> str:
@@ -143,3 +146,20 @@ def side_task_runs_of(status: Any) -> list[SideTaskRun]:
             )
         )
     return runs
+
+
+def odata_time(moment: datetime) -> str:
+    """A moment as an OData ``datetime'...'`` literal's text (UTC, milliseconds)."""
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def service_date(header: str | None) -> datetime:
+    """The service's clock from a response's ``Date`` header (RFC 7231; every Batch response carries one)."""
+    if not header:
+        raise ValueError("the Batch response has no Date header: the service's time is unknown")
+    return parsedate_to_datetime(header).astimezone(timezone.utc)
+
+
+def job_change_of(entry: dict[str, Any]) -> JobChange:
+    """One entry of the account view's listing (plain JSON, ``JOB_CHANGE_SELECT``)."""
+    return JobChange(str(entry["id"]), str(entry.get("state") or ""), str(entry.get("stateTransitionTime") or ""))

@@ -28,7 +28,7 @@ from airflow_provider_azbatch.exceptions import QuotaReachedError
 from airflow_provider_azbatch.hooks.batch import AzureBatchHook
 from airflow_provider_azbatch.links.job import LINK_XCOM_KEY, AzureBatchJobLink, link_data
 from airflow_provider_azbatch.pools.strategy import BatchPool
-from airflow_provider_azbatch.runs import Expectations, JobRun, RunResult, RunSettings, TaskInstanceRef
+from airflow_provider_azbatch.runs import Expectations, JobRun, RunResult, RunSettings, TaskInstanceRef, event_in_full
 from airflow_provider_azbatch.submission import validation as check
 from airflow_provider_azbatch.submission.identity import RunAs
 from airflow_provider_azbatch.submission.job_side_tasks import JobSideTask
@@ -489,6 +489,7 @@ class AzureBatchJobOperator(BaseOperator):
 
     def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> Any:
         """Resume after the trigger: flush what it did not print, then report like the sync path."""
+        event = event_in_full(event, context, self.task_id)
         return self._finish(context, self.run.resume(event, self.execution_timeout))
 
     def resume_execution(self, next_method: str, next_kwargs: dict[str, Any] | None, context: Context) -> Any:

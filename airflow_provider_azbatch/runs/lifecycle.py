@@ -28,7 +28,7 @@ from airflow_provider_azbatch.runs.submission import TaskInstanceRef, build_subm
 from airflow_provider_azbatch.submission.job import JobSubmission
 from airflow_provider_azbatch.submission.reattach import Attachment, submit_or_reattach
 from airflow_provider_azbatch.submission.request import JobRequest
-from airflow_provider_azbatch.triggers.job import AzureBatchJobTrigger
+from airflow_provider_azbatch.triggers.job import AzureBatchJobTrigger, unpack_result
 from airflow_provider_azbatch.watching.core import JobWatcher
 from airflow_provider_azbatch.watching.drivers import run_sync
 from airflow_provider_azbatch.watching.factory import configured_watcher
@@ -47,6 +47,26 @@ def timed_out(job_id: str, execution_timeout: timedelta | None) -> str:
         f"Batch job {job_id} did not finish within execution_timeout ({execution_timeout}); "
         "the Batch job was terminated"
     )
+
+
+def event_in_full(event: dict[str, Any] | None, context: Any, task_id: str) -> dict[str, Any] | None:
+    """The trigger's event with what it left in XCom for the task (its ``result`` key: the watch's final
+    state and last lines; see ``AzureBatchJobTrigger._small``), or carried packed, back in it."""
+    if event and "packed" in event:  # no XCom for the trigger: the event carries them, packed
+        full = {key: value for key, value in event.items() if key != "packed"}
+        full.update(unpack_result(event["packed"]))
+        return full
+    if not event or "result" not in event or "watch_state" in event:
+        return event
+    ti = context["ti"]
+    stored = ti.xcom_pull(task_ids=task_id, key=event["result"], map_indexes=ti.map_index)
+    if not isinstance(stored, dict) or "watch_state" not in stored:
+        raise AirflowException(
+            f"The Batch trigger's result for job {event.get('job_id')} is missing from XCom {event['result']!r}"
+        )
+    full = {key: value for key, value in event.items() if key != "result"}
+    full.update(stored)
+    return full
 
 
 class JobRun:

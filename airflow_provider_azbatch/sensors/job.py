@@ -18,7 +18,7 @@ from airflow_provider_azbatch import config
 from airflow_provider_azbatch.compat import AirflowException
 from airflow_provider_azbatch.hooks.batch import AzureBatchHook
 from airflow_provider_azbatch.hooks.storage import LogLocation
-from airflow_provider_azbatch.runs import JobRun, RunSettings
+from airflow_provider_azbatch.runs import JobRun, RunSettings, event_in_full
 from airflow_provider_azbatch.submission import validation as check
 from airflow_provider_azbatch.watching.core import JobWatcher
 from airflow_provider_azbatch.watching.drivers import run_sync
@@ -138,6 +138,7 @@ class AzureBatchJobSensor(BaseSensorOperator):
         return bool(done)
 
     def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> None:
+        event = event_in_full(event, context, self.task_id)
         if not event or event.get("status") != "done":
             message = (event or {}).get("message") or f"Waiting for Batch job {self.job_id} ended with {event!r}"
             raise AirflowException(message)

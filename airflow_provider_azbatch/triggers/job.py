@@ -1,9 +1,15 @@
 """``AzureBatchJobTrigger``: waits for a Batch job in the triggerer, streaming its tasks' output.
 
 It drives the same watch core as the synchronous operator (:mod:`airflow_provider_azbatch.watching`)
-with the native ``azure.batch.aio`` client, shared per connection in the triggerer process. An idle
-poll costs one request (task counts); output costs requests in proportion to the streams that grew
-(see :mod:`airflow_provider_azbatch.watching.core`), made concurrently.
+with the native ``azure.batch.aio`` client, shared per connection in the triggerer process. Between its own
+looks at the job it waits on the account view (:mod:`.account_view`: one listing of the account's changed
+jobs per poll for all the triggers of the process), which tells it when its job changed; it looks at the job
+itself then, and otherwise at a cadence bounded by ``[azbatch] job_looks_per_second``. Output costs requests
+in proportion to the streams that grew (see :mod:`airflow_provider_azbatch.watching.core`), made concurrently,
+every poll.
+
+The event it fires carries only what Airflow must see: the triggerer logs it in full, into the task's log. The
+watch's final state and the lines of its last poll wait for the task in XCom (``RESULT_KEY``).
 
 Deadlines hold whatever the load: the sleep ends at the deadline and a poll still in flight then is
 cancelled, so the ``timeout`` event fires within moments of it.
@@ -36,9 +42,12 @@ cut off from the database), and cancels them there once it looks at the database
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
+import json
 import sys
 import time
+import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -54,6 +63,7 @@ from airflow_provider_azbatch.compat import aget_xcom, aset_xcom, redact, trigge
 from airflow_provider_azbatch.hooks.batch_async import AzureBatchAsyncHook
 from airflow_provider_azbatch.hooks.errors import describe_error
 from airflow_provider_azbatch.pools.health import PoolProblem
+from airflow_provider_azbatch.triggers import account_view
 from airflow_provider_azbatch.watching.budget import TokenBucket
 from airflow_provider_azbatch.watching.core import Emit, JobWatcher
 from airflow_provider_azbatch.watching.drivers import run_async
@@ -76,6 +86,9 @@ STALL_SETTLE_SECONDS = 5.0
 # The lines of the poll that finds the job over travel in its event up to this size (characters); past it the
 # task reads them again from Batch (see PollLines).
 EVENT_LINES_CHARS = 64 * 1024
+# Where a trigger leaves the watch's final state and its last lines for the task (XCom of the task instance):
+# not in the event, which the triggerer logs in full (into the task's log: each line would show twice).
+RESULT_KEY = "azbatch_watch_result"
 
 
 _look_budgets: dict[int, TokenBucket] = {}
@@ -111,14 +124,27 @@ def _health_check_threshold() -> float:
         return 30.0
 
 
+def pack_result(result: dict[str, Any]) -> str:
+    """The watch's final state and last lines as one opaque string (zlib, base64) for an event."""
+    return base64.b64encode(zlib.compress(json.dumps(result).encode())).decode()
+
+
+def unpack_result(packed: str) -> dict[str, Any]:
+    value = json.loads(zlib.decompress(base64.b64decode(packed)))
+    if not isinstance(value, dict):
+        raise ValueError("not a packed watch result")
+    return value
+
+
 class PollLines:
     """The output lines of the poll in progress, shown once it is known not to be the last.
 
     Those of the last poll (the one that finds the job over) are the task's to show: a triggerer that has not
     written a trigger's last lines to the task's log when it learns that the trigger is over writes them to
     its own log instead (Airflow 3.3.2 closes the task's trigger log then), where the task's log does not show
-    them. They travel in the event, which the task prints when it resumes; not read again from Batch, where
-    they may be gone by then (an auto pool is deleted when its job ends, its nodes' files with it).
+    them. They go to the task (in XCom, or in the event where XCom cannot be written), which prints them when
+    it resumes; not read again from Batch, where they may be gone by then (an auto pool is deleted when its job
+    ends, its nodes' files with it).
     """
 
     def __init__(self, emit: Emit) -> None:
@@ -313,6 +339,7 @@ class AzureBatchJobTrigger(BaseTrigger):
                     # A poll cut short shows nothing: the task shows it (from the state its lines were not in).
                     self._drop_poll_lines()
                     event = self._event("timeout", self._shown or watcher.state.to_json())
+            event = await self._small(event)
             await self._hold_for_the_scheduler()
         except asyncio.CancelledError:
             # Triggerer shutdown or redistribution (or the task was killed): keep what was shown. The lines of a
@@ -353,47 +380,83 @@ class AzureBatchJobTrigger(BaseTrigger):
         assert lines is not None
         policy = OutagePolicy(self.job_id, self.max_outage)
         limit = asyncio.Semaphore(STEP_CONCURRENCY)
-        wake_at = time.time()
-        overran = 0.0  # how long the last poll took: a stall can come during one
-        while True:
-            started = time.time()
-            late = max(started - wake_at, overran)
-            if late > stall:
-                # Give Airflow a moment to cancel this trigger if it was handed over, and the other trigger
-                # one to checkpoint, before reading what that one showed.
-                await asyncio.sleep(STALL_SETTLE_SECONDS)
-                taken_over = await self._checkpoint_past(state, late)
-                if taken_over is not None:
-                    watcher = self._watcher(taken_over)
-                    self._state = state = watcher.state
-                    self._shown = state.to_json()
-                    checkpoints.offer(self._shown, written=True)
-            try:
-                done = await run_async(watcher.step(time.time()), hook, limit)
-                overran = time.time() - started
-            except PoolProblem as problem:
-                lines.show()
-                return self._error(state, str(problem), permanent=True, pool_problem=True)
-            except Exception as exc:
-                lines.show()  # what the poll read before its error is in the state
+        subscription = await account_view.watch_job(self.azbatch_conn_id, self.job_id, self.poll_interval)
+        try:
+            wake_at = time.time()
+            overran = 0.0  # how long the last poll took: a stall can come during one
+            next_look = 0.0  # when to look at the job itself (counts, ...) unless the view sees it change first
+            changed = False
+            while True:
+                started = time.time()
+                late = max(started - wake_at, overran)
+                if late > stall:
+                    # Give Airflow a moment to cancel this trigger if it was handed over, and the other trigger
+                    # one to checkpoint, before reading what that one showed.
+                    await asyncio.sleep(STALL_SETTLE_SECONDS)
+                    taken_over = await self._checkpoint_past(state, late)
+                    if taken_over is not None:
+                        watcher = self._watcher(taken_over)
+                        self._state = state = watcher.state
+                        self._shown = state.to_json()
+                        checkpoints.offer(self._shown, written=True)
+                        changed = True  # a new watcher: it looks at the job first
+                watcher.job_state_watched = subscription.watching
                 try:
-                    delay = policy.delay_after(exc, time.monotonic())
-                except WaitFailed as failed:
-                    return self._error(state, str(failed), permanent=failed.permanent)
-                self.log.warning(
-                    "Transient error from the Batch service (%s); retrying in %.1f s", describe_error(exc), delay
-                )
-                wake_at = time.time() + delay
-                await asyncio.sleep(delay)
-                continue
-            policy.succeeded()
-            if done:
-                return self._done(state, lines.take())
-            lines.show()
-            self._shown = state.to_json()
-            checkpoints.offer(self._shown)
-            wake_at = time.time() + self.poll_interval
-            await asyncio.sleep(self.poll_interval)
+                    if changed or started >= next_look:
+                        next_look = started + subscription.job_look_interval()
+                        done = await run_async(watcher.step(time.time()), hook, limit)
+                    else:  # only the output is due: the view watches the job's state meanwhile
+                        done = await run_async(watcher.follow(time.time()), hook, limit)
+                    overran = time.time() - started
+                except PoolProblem as problem:
+                    lines.show()
+                    return self._error(state, str(problem), permanent=True, pool_problem=True)
+                except Exception as exc:
+                    lines.show()  # what the poll read before its error is in the state
+                    try:
+                        delay = policy.delay_after(exc, time.monotonic())
+                    except WaitFailed as failed:
+                        return self._error(state, str(failed), permanent=failed.permanent)
+                    self.log.warning(
+                        "Transient error from the Batch service (%s); retrying in %.1f s", describe_error(exc), delay
+                    )
+                    wake_at = time.time() + delay
+                    next_look = 0.0  # the job itself at the next poll
+                    changed = False
+                    await asyncio.sleep(delay)
+                    continue
+                policy.succeeded()
+                if done:
+                    return self._done(state, lines.take())
+                lines.show()
+                self._shown = state.to_json()
+                checkpoints.offer(self._shown)
+                timeout = next_look - time.time()
+                if watcher.following():
+                    timeout = min(timeout, self.poll_interval)
+                wake_at = time.time() + max(timeout, 0.0)
+                changed = await subscription.wait(timeout)
+        finally:
+            await subscription.close()
+
+    async def _small(self, event: TriggerEvent) -> TriggerEvent:
+        """The event with the watch's state and last lines left in XCom (``RESULT_KEY``) for the task: only what
+        Airflow must see travels in it. Where XCom cannot be written (no task instance: a trigger run on its
+        own; Airflow before 3.2), the event carries them, as the task reads either."""
+        payload = dict(event.payload)
+        result = {key: payload.pop(key) for key in ("watch_state", "lines") if key in payload}
+        where = self._ti_coordinates()
+        if where is None:
+            return event
+        try:
+            await asyncio.wait_for(aset_xcom(RESULT_KEY, result, **where), FINAL_CHECKPOINT_SECONDS)
+        except Exception as exc:
+            # Packed: the triggerer's log of the event does not show the lines a second time.
+            self.log.debug("Result not stored as XCom (%s): the event carries it, packed", exc)
+            payload["packed"] = pack_result(result)
+            return TriggerEvent(payload)
+        payload["result"] = RESULT_KEY
+        return TriggerEvent(payload)
 
     def _drop_poll_lines(self) -> None:
         if self._lines is not None:

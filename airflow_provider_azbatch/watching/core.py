@@ -136,6 +136,9 @@ class JobWatcher:
         self.last_job_check: float | None = None
         self.last_pool_check: float | None = None
         self.last_node_sample: float | None = None
+        # Something else reports a change of the job's state (a trigger's account view, while it looks): no
+        # periodic read of the job for that.
+        self.job_state_watched = False
         # The task counts at the last look at the job's dependencies (looked at again when they move).
         self._dependencies_seen_at: dict[str, int] | None = None
         self._tails: dict[tuple[str, str], Tail] = {}
@@ -184,11 +187,32 @@ class JobWatcher:
         if refresh and (moved or any(state.task_states.get(task) is None for task in refresh)):
             (states,) = yield from ask(Call("list_task_states", (state.job_id, tuple(refresh))))
             state.task_states.update(states)
+        return (yield from self._output_then_over(now))
+
+    def follow(self, now: float) -> Step[bool]:
+        """A poll of the output alone, between two looks at the job (a trigger's account view watches its
+        state): the streamed tasks' files, and the state of those not started yet as far as the shared look
+        budget allows. True once the job is over and its output shown to the end (as :meth:`step`)."""
+        state = self.state
+        waiting = [
+            task for task in self._tasks_to_refresh() if state.task_states.get(task) not in ("running", "completed")
+        ]
+        if waiting and self.look_budget.grant(1, now):
+            (states,) = yield from ask(Call("list_task_states", (state.job_id, tuple(waiting))))
+            state.task_states.update(states)
+        return (yield from self._output_then_over(now))
+
+    def _output_then_over(self, now: float) -> Step[bool]:
+        """Show the streamed tasks' new output; True once the job is over and its output shown to the end."""
         try:
             yield from self._follow_output(now)
         finally:
             self._save_cursors()
         return self.job_over() and not self.unfinished_output()
+
+    def following(self) -> bool:
+        """Whether output is streamed and some of it is still to show (a follow poll is due every poll)."""
+        return bool(self._tasks_to_refresh())
 
     # -- counts, job and pool -----------------------------------------------------------------------
     def _observe_counts(self, counts: TaskCounts) -> bool:
@@ -208,6 +232,8 @@ class JobWatcher:
             return True
         if self.state.has_release and self.all_tasks_done():
             return True  # its release task runs now: the job is over when it completes
+        if self.job_state_watched:
+            return False  # a change of the job's state is reported by whoever watches it (the account view)
         return now - self.last_job_check >= JOB_STATE_CHECK_SECONDS
 
     def _observe_job(self, status: JobStatus | None, now: float) -> None:

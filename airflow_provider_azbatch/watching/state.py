@@ -42,6 +42,15 @@ class JobStatus:
 
 
 @dataclass(frozen=True)
+class JobChange:
+    """A job as the account view lists it: its state and when it entered it (service time, as sent)."""
+
+    id: str
+    state: str
+    at: str
+
+
+@dataclass(frozen=True)
 class NodeTimes:
     """A node as the pool lists it: whether it is dedicated, and when it was allocated (ISO 8601)."""
 

@@ -122,6 +122,11 @@ def test_output_streams_while_deferred_and_appears_once(cluster, statsd):
     assert cluster.run_state(DAG_ID, run_id) == "success"
     steps = _steps(cluster.task_log(DAG_ID, run_id, "train"))
     assert steps == Counter(range(1, 61))
+    # The log as the UI downloads it (the triggerer's "Trigger fired event" line in full included): each line
+    # of the job's output once, the last one too.
+    downloaded = cluster.task_log_download(DAG_ID, run_id, "train")
+    for step in (1, 30, 59, 60):
+        assert downloaded.count(f"[train] step {step}/60 ") == 1, step
     # The submission was counted as ResumableJobMixin counts its own, through Airflow's metrics backend.
     wait_until(lambda: statsd.count("airflow.resumable_job.fresh_submit") >= 1, timeout=30, what="the metric")
 

@@ -107,6 +107,8 @@ def test_every_config_option_is_documented(info):
         "idle_stream_interval",
         "partial_line_seconds",
         "stream_looks_per_second",
+        "account_view",
+        "job_looks_per_second",
         "requests_in_flight",
         "workspace_max_mb",
         "workspace_container",

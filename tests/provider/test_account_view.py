@@ -1,0 +1,235 @@
+"""The account view (one look at an account's jobs for all the triggers of a triggerer) against the local Batch
+service: transitions between looks, deleted jobs, a failing credential, an overloaded service, cancellation,
+several triggerers."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+import uuid
+
+import pytest
+
+from airflow_provider_azbatch.hooks import batch_async
+from airflow_provider_azbatch.hooks.batch import AzureBatchHook
+from airflow_provider_azbatch.submission.job import JobSubmission
+from airflow_provider_azbatch.submission.reattach import submit
+from airflow_provider_azbatch.submission.tasks import TaskSpec
+from airflow_provider_azbatch.triggers import account_view
+from airflow_provider_azbatch.triggers.job import AzureBatchJobTrigger
+from airflow_provider_azbatch.watching.state import WatchState
+from tests.airflow_helpers import azbatch_connection_json
+from tests.helpers import wait_until
+
+
+def _job(hook: AzureBatchHook, pool: str, command: str, tasks: int = 1) -> str:
+    job_id = f"view-{uuid.uuid4().hex[:8]}"
+    specs = [TaskSpec(id=f"t{i}", command_line=command) for i in range(tasks)]
+    submit(hook, JobSubmission(job_id=job_id, pool_id=pool, tasks=specs))
+    return job_id
+
+
+def _trigger(job_id: str, conn_id: str = "azbatch_default", poll_interval: float = 0.5) -> AzureBatchJobTrigger:
+    state = WatchState(job_id=job_id, expected_tasks=1).to_json()
+    return AzureBatchJobTrigger(conn_id, state, poll_interval=poll_interval, stream_output=False)
+
+
+@pytest.fixture
+def slow_own_looks(monkeypatch):
+    """Triggers look at their own jobs at most every 60 s: what they learn sooner, they learn from the view."""
+    monkeypatch.setenv("AIRFLOW__AZBATCH__JOB_LOOKS_PER_SECOND", "0.001")
+
+
+def test_a_transition_between_two_looks_is_reported_once(local_batch_service, azbatch_default, shared_pool):
+    hook = AzureBatchHook()
+    job_id = _job(hook, shared_pool, "sleep 30")
+
+    async def watch() -> tuple[bool, int, int]:
+        subscription = await account_view.subscribe("azbatch_default", job_id, 0.3)
+        view = subscription.view
+        try:
+            looks = view.looks
+            await asyncio.to_thread(wait_until, lambda: view.looks > looks + 1, what="two looks")
+            # Between two looks (0.3 s apart), the job ends (active, terminating, completed): the next look lists it.
+            await asyncio.to_thread(hook.terminate_job, job_id, "between looks", wait=True)
+            first = await subscription.wait(10)
+            # The looks that follow overlap the earlier ones by 5 s: they list the job again for 5 s, and each
+            # transition is reported once (terminating and completed, or both seen at once: one).
+            local_batch_service.reset_request_counts()
+            reports = 0
+            deadline = time.time() + 7
+            while time.time() < deadline:
+                reports += await subscription.wait(deadline - time.time())
+            return first, reports, local_batch_service.request_counts().get("Jobs_ListJobs", 0)
+        finally:
+            await subscription.close()
+
+    changed, reported_again, looks = asyncio.run(watch())
+    assert changed is True
+    assert reported_again <= 1  # at most its completion after its termination
+    assert 10 <= looks <= 26  # one look per 0.3 s for the whole account
+    assert account_view.open_view_count() == 0
+
+
+def test_a_job_ended_between_looks_fires_its_event_within_a_poll(azbatch_default, shared_pool, slow_own_looks):
+    hook = AzureBatchHook()
+    job_id = _job(hook, shared_pool, "sleep 2")
+
+    async def run() -> tuple[dict, float]:
+        event = await asyncio.wait_for(anext(_trigger(job_id).run()), 30)
+        return event.payload, time.time()
+
+    payload, fired = asyncio.run(run())
+    assert payload["status"] == "done"
+    ended = hook.client.get_job(job_id).state_transition_time.timestamp()
+    assert fired - ended < 0.5 + 2  # a poll (the view's look) and the trigger's own look, not its 60 s
+
+
+def test_a_deleted_job_ends_its_trigger_at_the_next_look(azbatch_default, shared_pool, slow_own_looks):
+    hook = AzureBatchHook()
+    job_id = _job(hook, shared_pool, "sleep 60")
+    wait_until(lambda: hook.get_task_counts(job_id).running == 1, what="the task running")
+
+    async def run() -> dict:
+        trigger_run = asyncio.ensure_future(anext(_trigger(job_id).run()))
+        await asyncio.sleep(1.5)  # the trigger looked at its job and waits on the view
+        await asyncio.to_thread(hook.delete_job, job_id)
+        return (await asyncio.wait_for(trigger_run, 20)).payload
+
+    started = time.time()
+    payload = asyncio.run(run())
+    assert time.time() - started < 15
+    # The view listed it as deleting, the trigger looked: its task was stopped, the job is over (the task reports
+    # how), seconds after the deletion rather than at the trigger's own look a minute later.
+    assert payload["status"] == "done"
+    assert payload["watch_state"]["counts"]["running"] == 0
+
+
+def test_an_account_whose_credential_fails_leaves_the_other_watching(
+    local_batch_service, azbatch_default, shared_pool, monkeypatch, caplog
+):
+    refused = azbatch_connection_json(local_batch_service).replace(
+        local_batch_service.account_key, "d3Jvbmcta2V5LXdyb25nLWtleS13cm9uZy1rZXktMTIzNA=="
+    )
+    monkeypatch.setenv("AIRFLOW_CONN_AZBATCH_REFUSED", refused)
+    hook = AzureBatchHook()
+    ours = _job(hook, shared_pool, "sleep 2")
+    theirs = _job(hook, shared_pool, "sleep 2")
+
+    # Which views are made (one per connection), recorded as they are: the refused one may be gone again
+    # before a sample of the open views could see both.
+    made: list[str] = []
+    make_view = account_view.AccountView.__init__
+
+    def recording(view: account_view.AccountView, conn_id: str) -> None:
+        made.append(conn_id)
+        make_view(view, conn_id)
+
+    monkeypatch.setattr(account_view.AccountView, "__init__", recording)
+
+    async def run() -> list[dict]:
+        runs = await asyncio.gather(anext(_trigger(ours).run()), anext(_trigger(theirs, "azbatch_refused").run()))
+        return [event.payload for event in runs]
+
+    payloads = asyncio.run(asyncio.wait_for(run(), 60))
+    assert payloads[0]["status"] == "done"
+    assert payloads[1]["status"] == "error"
+    assert payloads[1]["permanent"] is True
+    assert "AuthenticationFailed" in payloads[1]["message"] or "Authentication" in payloads[1]["message"]
+    assert sorted(made) == ["azbatch_default", "azbatch_refused"]  # one view per connection
+    assert any(line.startswith("Batch account view of connection 'azbatch_refused': ") for line in caplog.messages)
+    assert account_view.open_view_count() == 0
+    assert batch_async.open_client_count() == 0
+
+
+def test_an_overloaded_service_is_looked_at_again_after_its_retry_after(
+    local_batch_service, azbatch_default, shared_pool, slow_own_looks, caplog
+):
+    hook = AzureBatchHook()
+    job_id = _job(hook, shared_pool, "sleep 3")
+    # From the view's second look on, 20 requests in a row are answered 503 ServerBusy (Retry-After: 0.1 s): more
+    # than the client's own retries (azure-core's, 10) ride out, so a look fails and the view backs off.
+    local_batch_service.set_faults("Jobs_ListJobs:503/retry-after=0.1#2-21")
+    try:
+
+        async def run() -> tuple[dict, int, int]:
+            trigger_run = asyncio.ensure_future(anext(_trigger(job_id).run()))
+            view = await _view_of("azbatch_default")
+            event = await asyncio.wait_for(trigger_run, 30)
+            return event.payload, view.failures, view.looks
+
+        payload, failures, looks = asyncio.run(run())
+    finally:
+        local_batch_service.set_faults("")
+    assert payload["status"] == "done"
+    assert failures >= 1
+    assert looks >= 2  # and it recovered
+    warnings = [line for line in caplog.messages if line.startswith("Batch account view of connection")]
+    assert len(warnings) == 1  # once per outage
+    assert "ServerBusy" in warnings[0] or "503" in warnings[0]
+
+
+async def _view_of(conn_id: str) -> account_view.AccountView:
+    key = (id(asyncio.get_running_loop()), conn_id)
+    while key not in account_view._views:
+        await asyncio.sleep(0.01)
+    return account_view._views[key]
+
+
+def test_a_trigger_cancelled_mid_look_leaves_the_others_watching(local_batch_service, azbatch_default, shared_pool):
+    hook = AzureBatchHook()
+    cancelled = _job(hook, shared_pool, "sleep 30")
+    watched = _job(hook, shared_pool, "sleep 3")
+    # Every look takes 0.4 s: a cancellation lands in one.
+    local_batch_service.set_faults("Jobs_ListJobs:latency=0.4")
+    try:
+
+        async def run() -> tuple[dict, int, int]:
+            first = asyncio.ensure_future(anext(_trigger(cancelled).run()))
+            second = asyncio.ensure_future(anext(_trigger(watched).run()))
+            view = await _view_of("azbatch_default")
+            await asyncio.sleep(1.3)
+            first.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await first
+            size = view.size
+            event = await asyncio.wait_for(second, 30)
+            return event.payload, size, view.looks
+
+        payload, size_after_cancel, looks = asyncio.run(run())
+    finally:
+        local_batch_service.set_faults("")
+        hook.terminate_job(cancelled)
+    assert payload["status"] == "done"
+    assert size_after_cancel == 1  # the cancelled trigger left the view; the other kept it going
+    assert looks >= 3
+    assert account_view.open_view_count() == 0
+    assert batch_async.open_client_count() == 0
+
+
+def test_two_triggerers_each_have_their_own_view(local_batch_service, azbatch_default, shared_pool):
+    hook = AzureBatchHook()
+    job_id = _job(hook, shared_pool, "sleep 2")
+    results: dict[str, object] = {}
+
+    def triggerer(name: str) -> None:
+        async def run() -> None:
+            trigger_run = asyncio.ensure_future(anext(_trigger(job_id).run()))
+            view = await _view_of("azbatch_default")
+            event = await asyncio.wait_for(trigger_run, 30)
+            results[name] = (event.payload["status"], id(view), view.looks)
+
+        asyncio.run(run())
+
+    threads = [threading.Thread(target=triggerer, args=(name,)) for name in ("a", "b")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    (status_a, view_a, looks_a), (status_b, view_b, looks_b) = results["a"], results["b"]  # type: ignore[misc]
+    assert (status_a, status_b) == ("done", "done")
+    assert view_a != view_b
+    assert looks_a >= 1
+    assert looks_b >= 1
+    assert account_view.open_view_count() == 0
