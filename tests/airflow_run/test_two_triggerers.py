@@ -59,6 +59,9 @@ QUOTA_RETRY = 20
 PER_LOOP = 10
 # The trigger writes no checkpoint in the first 10 s after the task deferred (triggers/job.py FRESH_SECONDS).
 FRESH = 10
+# A trigger that still runs logs a line every poll; one back from a stall waits 5 s first (STALL_SETTLE_SECONDS):
+# silent this long, it runs no more.
+SILENT = 15
 LINE = re.compile(r"^\[main\] line (\d+)$")
 JOB_TRIGGER = "airflow_provider_azbatch.triggers.job.AzureBatchJobTrigger"
 WAIT_TRIGGER = "airflow_provider_azbatch.triggers.wait.AzureBatchWaitTrigger"
@@ -249,6 +252,15 @@ def _logged_since(cluster: AirflowCluster, run_id: str, key: str, job: int, sinc
     return False
 
 
+def _last_logged(cluster: AirflowCluster, run_id: str, key: str, job: int) -> float | None:
+    """When the triggerer ``job`` last logged anything for the task (None: never)."""
+    path = cluster.trigger_log(DAG_ID, run_id, _task_dir(key), job)
+    if not path.exists():
+        return None
+    entries = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return max((_seconds(e["timestamp"]) for e in entries if e.get("timestamp")), default=None)
+
+
 def _component(cluster: AirflowCluster, job_id: int) -> str:
     return next(name for name, job in cluster.triggerer_jobs.items() if job == job_id)
 
@@ -339,11 +351,20 @@ def _run_scenario(cluster, batch, batch_client, began: float, times: dict[str, f
     scenario.times["thaw"] = cluster.thaw_component(survivor)
 
     # Back, it drops the triggers it lost (Airflow 3.3 calls their on_kill as for a user's kill); Airflow logs
-    # one of these (it repeats the cancellation every second, which can cut the first short).
+    # one of these (it repeats the cancellation every second, which can cut the first short). Or none: the
+    # triggerer's supervisor closes a trigger's log file when the runner reports the trigger finished, and the
+    # records still on their way (another socket) are dropped; then the trigger's log just falls silent.
     lost = [key for key, job in scenario.held_at_freeze.items() if job == survivor_job]
     dropped = ("Trigger cancelled by user action", "trigger completed")
+
+    def dropped_by_survivor(key: str) -> bool:
+        if _logged_since(cluster, run_id, key, survivor_job, times["thaw"], *dropped):
+            return True
+        last = _last_logged(cluster, run_id, key, survivor_job)
+        return time.time() > times["thaw"] + SILENT and (last is None or last < time.time() - SILENT)
+
     wait_until(
-        lambda: all(_logged_since(cluster, run_id, key, survivor_job, times["thaw"], *dropped) for key in lost),
+        lambda: all(dropped_by_survivor(key) for key in lost),
         timeout=HEALTH_CHECK * 4,
         interval=1,
         what=f"{survivor} dropping its triggers",
