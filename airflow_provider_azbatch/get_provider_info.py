@@ -15,7 +15,7 @@ def get_provider_info() -> dict[str, Any]:
         "name": "Azure Batch (azbatch)",
         "description": "Run Azure Batch jobs from Airflow with live task output, deferrable waits, "
         "reattach on retry, and pools sized from resource requirements.",
-        "versions": ["0.3.0", "0.2.0", "0.1.0"],
+        "versions": ["0.4.0", "0.3.0", "0.2.0", "0.1.0"],
         "integrations": [
             {
                 "integration-name": "Azure Batch (azbatch)",
@@ -296,8 +296,8 @@ CONFIG_OPTIONS: dict[str, Any] = {
     "account_view": {
         "description": "Watch deferred jobs through one account view per Batch account and triggerer (one "
         "listing of the jobs that changed per poll, shared by all the account's triggers). False: each trigger "
-        "looks at its own job every poll (one request or more per job and poll), as before 0.3.0.",
-        "version_added": "0.3.0",
+        "looks at its own job every poll (one request or more per job and poll), as before 0.4.0.",
+        "version_added": "0.4.0",
         "type": "boolean",
         "example": "False",
         "default": "True",
@@ -309,7 +309,7 @@ CONFIG_OPTIONS: dict[str, Any] = {
         "job ended; a trigger looks at its own job when it changed and otherwise every poll_interval, or every "
         "(deferred jobs of the account / this) seconds when that is longer (at most 60 s), for what the listing "
         "cannot show: progress, tasks blocked by failed dependencies, a pool that cannot give nodes.",
-        "version_added": "0.3.0",
+        "version_added": "0.4.0",
         "type": "float",
         "example": "50",
         "default": "20",
