@@ -74,7 +74,7 @@ $(UV):
 
 # Older Airflow lines and the dependency floors (docs/reference/airflow-lines.md): `make compat LINE=3.0`.
 # LINE is 3.0, 3.1, 3.2, 3.3 (constraints/airflow-LINE.txt) or lowest-direct; each gets its own venv,
-# with pip's cache shared by all of them. The provider's whole suite runs in `make test` only.
+# with uv's cache shared by all of them. The provider's whole suite runs in `make test` only.
 LINE ?= 3.2
 # PYTHON_VERSION=3.12 (any X.Y) runs a line on that Python instead of $(PYTHON), in .venv-LINE-py3.12, from
 # the line's set for that Python (constraints/airflow-LINE-py3.12.txt) or, where scripts/constraints.py wrote
@@ -113,18 +113,17 @@ COMPAT_DEPLOYMENT_TESTS ?= $(REAL_AIRFLOW)::test_output_streams_while_deferred_a
 # sessions of anyone on the machine, and may remove a running deployment's home.
 COMPAT_PYTEST := $(COMPAT_BIN)/pytest -q -p no:cacheprovider --basetemp=$(CURDIR)/.test-home/pytest-$(LINE)$(COMPAT_SUFFIX)
 
-# An Airflow line's venv is installed by pip, as its users install it. Another Python's by uv, with the same pins:
-# about 6 s of CPU where pip takes over a minute, which keeps each Python's part of CI short. The interpreter:
-# scripts/find_python.sh finds pyenv's build or pythonX.Y on PATH, or fails saying so.
-$(COMPAT_STAMP): $(COMPAT_CONSTRAINTS) pyproject.toml $(SERVICE)/pyproject.toml $(if $(PYTHON_VERSION),| $(UV))
+# A line's venv is installed by uv, with the same pins as pip would take from the set (fully pinned): about 6 s of
+# CPU where pip takes over a minute, which keeps each line's and each Python's part of CI short; pip installs
+# `make test`'s and `make demo`'s venvs, and the wheels in tests/devenv/test_from_wheels.py, as users install.
+# The interpreter: $(PYTHON), or for PYTHON_VERSION scripts/find_python.sh's (pyenv's build or pythonX.Y on PATH).
+$(COMPAT_STAMP): $(COMPAT_CONSTRAINTS) pyproject.toml $(SERVICE)/pyproject.toml | $(UV)
 ifeq ($(PYTHON_VERSION),)
-	$(PYTHON) -m venv $(COMPAT_VENV)
-	$(COMPAT_BIN)/pip install --quiet --disable-pip-version-check --upgrade "pip>=24"
-	$(COMPAT_BIN)/pip install --quiet --disable-pip-version-check -c $(COMPAT_CONSTRAINTS) -e './$(SERVICE)[test]' -e '.[test,torchx]'
+	$(PYTHON) -m venv --without-pip $(COMPAT_VENV)
 else
 	python=$$(scripts/find_python.sh $(PYTHON_VERSION)) && "$$python" -m venv --without-pip $(COMPAT_VENV)
-	$(UV_RUN) pip install --quiet --python $(COMPAT_BIN)/python -c $(COMPAT_CONSTRAINTS) -e './$(SERVICE)[test]' -e '.[test,torchx]'
 endif
+	$(UV_RUN) pip install --quiet --python $(COMPAT_BIN)/python -c $(COMPAT_CONSTRAINTS) -e './$(SERVICE)[test]' -e '.[test,torchx]'
 	touch $(COMPAT_STAMP)
 
 compat-venv: $(COMPAT_STAMP)
