@@ -180,6 +180,7 @@ async def child(spec: dict[str, Any], channel: harness.Channel) -> dict[str, Any
     startup = time.time() - start
     harness.say(f"warm-up done in {startup:.1f} s (fewest polls of a job: {stats['min_polls']})")
     await asyncio.sleep(2 * interval)  # the first looks' aftermath
+    window_start = time.time()
     rss_steady = harness.rss_bytes()
     cpu0, stats0 = me.cpu_times(), await admin("stats")
     all0 = psutil.cpu_times()
@@ -223,7 +224,7 @@ async def child(spec: dict[str, Any], channel: harness.Channel) -> dict[str, Any
     growing = len(spec["growing"])
     growing_looks = stats1["growing_looks"] - stats0["growing_looks"]
     stream_looks = growing_looks / growing / (span / interval) if growing else None
-    window_lags = sorted(lag for at, lag in lags if at >= start + WARM)
+    window_lags = sorted(lag for at, lag in lags if at >= window_start)
     cpu = (sum(cpu1[:2]) - sum(cpu0[:2])) / span
     machine = (harness.busy(all1) - harness.busy(all0)) / span
     return {
