@@ -33,6 +33,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -155,6 +156,17 @@ def rss_bytes() -> int:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
+def endpoint_admin(session: Any, base: str) -> Callable[..., Awaitable[dict[str, Any]]]:
+    """The synthetic endpoint's own requests (``/_bench/<path>``): a GET, or a POST of ``body``."""
+
+    async def admin(path: str, body: Any = None) -> dict[str, Any]:
+        method = session.get if body is None else session.post
+        async with method(f"{base}/_bench/{path}", **({} if body is None else {"json": body})) as r:
+            return await r.json()
+
+    return admin
+
+
 async def child(spec: dict[str, Any], channel: Channel) -> dict[str, Any]:
     import aiohttp
     import greenback
@@ -168,11 +180,7 @@ async def child(spec: dict[str, Any], channel: Channel) -> dict[str, Any]:
     base = spec["endpoint"]
     n, interval = spec["jobs"], spec["interval"]
     session = aiohttp.ClientSession()
-
-    async def admin(path: str, body: Any = None) -> dict[str, Any]:
-        method = session.get if body is None else session.post
-        async with method(f"{base}/_bench/{path}", **({} if body is None else {"json": body})) as r:
-            return await r.json()
+    admin = endpoint_admin(session, base)
 
     prefix = spec["name"].replace(".", "_")
     timeout_jobs = [j for j in range(n) if spec["timeouts"] and j % TIMEOUT_EVERY == 3]

@@ -109,11 +109,7 @@ async def child(spec: dict[str, Any], channel: harness.Channel) -> dict[str, Any
     n, interval = spec["jobs"], spec["interval"]
     accounts = account_names(spec)
     session = aiohttp.ClientSession()
-
-    async def admin(path: str, body: Any = None) -> dict[str, Any]:
-        method = session.get if body is None else session.post
-        async with method(f"{base}/_bench/{path}", **({} if body is None else {"json": body})) as r:
-            return await r.json()
+    admin = harness.endpoint_admin(session, base)
 
     prefix = spec["name"].replace(".", "_")
     await admin("setup", {**spec, "prefix": prefix, "rate": harness.RATE, "accounts": accounts})
