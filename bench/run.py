@@ -156,6 +156,15 @@ def rss_bytes() -> int:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
+async def loop_lag(lags: list[tuple[float, float]], tick: float = 0.05) -> None:
+    """Record how late the event loop wakes a task sleeping ``tick`` seconds: (when, how late), until cancelled."""
+    loop = asyncio.get_running_loop()
+    while True:
+        before = loop.time()
+        await asyncio.sleep(tick)
+        lags.append((time.time(), loop.time() - before - tick))
+
+
 def endpoint_admin(session: Any, base: str) -> Callable[..., Awaitable[dict[str, Any]]]:
     """The synthetic endpoint's own requests (``/_bench/<path>``): a GET, or a POST of ``body``."""
 
@@ -189,7 +198,6 @@ async def child(spec: dict[str, Any], channel: Channel) -> dict[str, Any]:
     me = psutil.Process()
     rss_before = rss_bytes()
 
-    loop = asyncio.get_running_loop()
     start = time.time()
     far = start + 6 * 3600
     deadlines: dict[int, float] = {}
@@ -244,13 +252,7 @@ async def child(spec: dict[str, Any], channel: Channel) -> dict[str, Any]:
 
     gc.callbacks.append(on_gc)
 
-    async def monitor(tick: float = 0.05) -> None:
-        while True:
-            before = loop.time()
-            await asyncio.sleep(tick)
-            lags.append((time.time(), loop.time() - before - tick))
-
-    watcher = asyncio.create_task(monitor())
+    watcher = asyncio.create_task(loop_lag(lags))
     # The steady triggers: deferrals arriving spread over one poll interval.
     steady = [j for j in range(n) if j not in timeout_jobs]
     tasks = [asyncio.create_task(run_one(j, interval * k / len(steady), far)) for k, j in enumerate(steady)]

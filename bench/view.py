@@ -115,7 +115,6 @@ async def child(spec: dict[str, Any], channel: harness.Channel) -> dict[str, Any
     await admin("setup", {**spec, "prefix": prefix, "rate": harness.RATE, "accounts": accounts})
     me = psutil.Process()
     rss_before = harness.rss_bytes()
-    loop = asyncio.get_running_loop()
     start = time.time()
     events: dict[int, float] = {}
     statuses: dict[int, str] = {}
@@ -158,13 +157,7 @@ async def child(spec: dict[str, Any], channel: harness.Channel) -> dict[str, Any
 
     lags: list[tuple[float, float]] = []
 
-    async def monitor(tick: float = 0.05) -> None:
-        while True:
-            before = loop.time()
-            await asyncio.sleep(tick)
-            lags.append((time.time(), loop.time() - before - tick))
-
-    watcher = asyncio.create_task(monitor())
+    watcher = asyncio.create_task(harness.loop_lag(lags))
     tasks = [asyncio.create_task(run_one(j, interval * j / n)) for j in range(n)]
     # Warm-up: every trigger started and looked at its job (at least WARM seconds, at most WARM_LIMIT).
     while True:
