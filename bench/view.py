@@ -21,7 +21,7 @@ service one after the other over ``ENDS_SPREAD`` s. Measured:
   poll interval each;
 - **RSS/job**: (RSS with every trigger running - RSS before) / jobs.
 
-"view" is ``AzureBatchJobTrigger`` as it is (``[azbatch] account_view = True``), "per-job" the same trigger with
+"view" is ``AzureBatchJobTrigger`` with ``[azbatch] account_view = True``, "per-job" the same trigger with
 ``account_view = False`` (each trigger polls its job, as before the view), "official" the official
 ``AzureBatchTrigger``. The table goes to stdout and to ``bench/view-results.md``; details to
 ``bench/.out/view-results.json``.

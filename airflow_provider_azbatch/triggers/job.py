@@ -1,10 +1,11 @@
 """``AzureBatchJobTrigger``: waits for a Batch job in the triggerer, streaming its tasks' output.
 
 It drives the same watch core as the synchronous operator (:mod:`airflow_provider_azbatch.watching`)
-with the native ``azure.batch.aio`` client, shared per connection in the triggerer process. Between its own
-looks at the job it waits on the account view (:mod:`.account_view`: one listing of the account's changed
-jobs per poll for all the triggers of the process), which tells it when its job changed; it looks at the job
-itself then, and otherwise at a cadence bounded by ``[azbatch] job_looks_per_second``. Output costs requests
+with the native ``azure.batch.aio`` client, shared per connection in the triggerer process. It looks at its
+job every poll; with ``[azbatch] account_view`` on (opt-in in 0.4), it waits between its own looks on the
+account view instead (:mod:`.account_view`: one listing of the account's changed jobs per poll for all the
+triggers of the process), which tells it when its job changed; it looks at the job itself then, and otherwise
+at a cadence bounded by ``[azbatch] job_looks_per_second``. Output costs requests
 in proportion to the streams that grew (see :mod:`airflow_provider_azbatch.watching.core`), made concurrently,
 every poll.
 

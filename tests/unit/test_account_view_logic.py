@@ -98,3 +98,13 @@ def test_the_task_reads_back_what_the_trigger_left_in_xcom():
     packed = {"status": "done", "job_id": "j", "packed": pack_result(stored)}
     assert "[t] last" not in str(packed)
     assert event_in_full(packed, {"ti": ti}, "train") == {"status": "done", "job_id": "j", **stored}
+
+
+def test_the_view_is_off_unless_switched_on(monkeypatch):
+    """0.4 ships the view opt-in: a trigger looks at its own job every poll unless [azbatch] account_view."""
+    import asyncio
+
+    from airflow_provider_azbatch.triggers.account_view import OwnLooks, watch_job
+
+    monkeypatch.delenv("AIRFLOW__AZBATCH__ACCOUNT_VIEW", raising=False)
+    assert isinstance(asyncio.run(watch_job("azbatch_default", "job-1", 5.0)), OwnLooks)
