@@ -1,13 +1,12 @@
 """``AzureBatchJobTrigger``: waits for a Batch job in the triggerer, streaming its tasks' output.
 
 It drives the same watch core as the synchronous operator (:mod:`airflow_provider_azbatch.watching`)
-with the native ``azure.batch.aio`` client, shared per connection in the triggerer process. It looks at its
-job every poll; with ``[azbatch] account_view`` on (opt-in in 0.4), it waits between its own looks on the
-account view instead (:mod:`.account_view`: one listing of the account's changed jobs per poll for all the
-triggers of the process), which tells it when its job changed; it looks at the job itself then, and otherwise
-at a cadence bounded by ``[azbatch] job_looks_per_second``. Output costs requests
-in proportion to the streams that grew (see :mod:`airflow_provider_azbatch.watching.core`), made concurrently,
-every poll.
+with the native ``azure.batch.aio`` client, shared per connection in the triggerer process. Between its own
+looks at its job it waits on the account view (:mod:`.account_view`, ``[azbatch] account_view``, on by default:
+one listing of the account's changed jobs per poll for all the triggers of the process), which tells it when
+its job changed; it looks at the job itself then, and otherwise at a cadence bounded by
+``[azbatch] job_looks_per_second`` (switched off, every poll). Output costs requests in proportion to the
+streams that grew (see :mod:`airflow_provider_azbatch.watching.core`), made concurrently, every poll.
 
 The event it fires carries only what Airflow must see: the triggerer logs it in full, into the task's log. The
 watch's final state and the lines of its last poll wait for the task in XCom (``RESULT_KEY``).
@@ -35,9 +34,18 @@ cut off from the database), and cancels them there once it looks at the database
   only when the task instance is no longer deferred (a user marked or cleared it), never when the task is
   still deferred on a trigger that moved.
 - A trigger that comes back from a stall as long as half that threshold waits ``STALL_SETTLE_SECONDS`` (for
-  Airflow to cancel it, if it was handed over) and reads the checkpoint before its next poll: if another
-  trigger wrote one that shows every stream further, it continues from there instead of showing again what
-  that one showed.
+  Airflow to cancel it, if it was handed over) and reads the checkpoint before its next poll. If another
+  trigger wrote one that shows every stream further, the job was handed over: the trigger stands by, polling
+  and showing nothing, until Airflow cancels it. Airflow does so at the triggerer's next look at the database,
+  but the triggerer's runner learns of it only through the same channel that serves every trigger's XCom
+  reads and writes, one at a time: seconds to tens of seconds after a stall, when all of its triggers read
+  their checkpoints at once. Standing by, the trigger shows nothing twice however long that takes. Should
+  Airflow give the trigger back instead (the other triggerer lost too), it continues from the latest
+  checkpoint after ``STAND_BY_FRACTION`` times the threshold.
+- A poll that spanned a stall (one in flight when the triggerer froze) shows nothing and offers its state to
+  no checkpoint: what it read may have been shown meanwhile by the trigger Airflow handed the job to, whose
+  checkpoint it would take back. Once the trigger knows whether the job was handed over, it reads the output
+  again from what it had shown.
 """
 
 from __future__ import annotations
@@ -84,6 +92,9 @@ FINAL_CHECKPOINT_SECONDS = 5.0
 STALL_FRACTION = 0.5
 # How long a trigger back from such a stall waits before it reads the checkpoint and polls again.
 STALL_SETTLE_SECONDS = 5.0
+# How long a trigger that found its job handed over stands by for Airflow to cancel it (times the health-check
+# threshold) before it goes on from the latest checkpoint.
+STAND_BY_FRACTION = 2.0
 # The lines of the poll that finds the job over travel in its event up to this size (characters); past it the
 # task reads them again from Batch (see PollLines).
 EVENT_LINES_CHARS = 64 * 1024
@@ -394,13 +405,15 @@ class AzureBatchJobTrigger(BaseTrigger):
                     # Give Airflow a moment to cancel this trigger if it was handed over, and the other trigger
                     # one to checkpoint, before reading what that one showed.
                     await asyncio.sleep(STALL_SETTLE_SECONDS)
-                    taken_over = await self._checkpoint_past(state, late)
+                    taken_over = await self._checkpoint_past(state)
                     if taken_over is not None:
+                        taken_over = await self._stand_by(taken_over, late)
                         watcher = self._watcher(taken_over)
                         self._state = state = watcher.state
                         self._shown = state.to_json()
                         checkpoints.offer(self._shown, written=True)
                         changed = True  # a new watcher: it looks at the job first
+                    started = time.time()  # what follows is a poll, to be timed as one
                 watcher.job_state_watched = subscription.watching
                 try:
                     if changed or started >= next_look:
@@ -427,6 +440,12 @@ class AzureBatchJobTrigger(BaseTrigger):
                     await asyncio.sleep(delay)
                     continue
                 policy.succeeded()
+                if overran > stall:  # it spanned a stall: see the module docstring
+                    lines.drop()
+                    watcher = self._watcher(WatchState.from_json(self._shown))
+                    self._state = state = watcher.state
+                    changed = True
+                    continue
                 if done:
                     return self._done(state, lines.take())
                 lines.show()
@@ -463,7 +482,7 @@ class AzureBatchJobTrigger(BaseTrigger):
         if self._lines is not None:
             self._lines.drop()
 
-    async def _checkpoint_past(self, state: WatchState, late: float) -> WatchState | None:
+    async def _checkpoint_past(self, state: WatchState) -> WatchState | None:
         """After a stall: the checkpoint, if another trigger (the one Airflow handed the job to meanwhile) wrote
         one showing every stream further than ``state``."""
         saved = await self._read_checkpoint()
@@ -472,13 +491,29 @@ class AzureBatchJobTrigger(BaseTrigger):
         theirs = WatchState.from_json(saved)
         if not theirs.shown_past(state):
             return None
+        return theirs
+
+    async def _stand_by(self, theirs: WatchState, late: float) -> WatchState:
+        """The job was handed to another trigger while this one stalled: poll and show nothing until Airflow
+        cancels this one; if it has not after the bound (the job came back to this triggerer), the latest
+        checkpoint to go on from."""
+        bound = STAND_BY_FRACTION * _health_check_threshold()
         self.log.info(
-            "This triggerer stalled for %.0f s and another one showed Batch job %s output meanwhile: "
-            "continuing from its checkpoint",
+            "This triggerer stalled for %.0f s and another one showed Batch job %s output meanwhile: standing by "
+            "until Airflow cancels this trigger (at most %.0f s)",
             late,
             self.job_id,
+            bound,
         )
-        return theirs
+        await asyncio.sleep(bound)
+        newest = await self._checkpoint_past(theirs)
+        self.log.info(
+            "Batch job %s: this trigger was not cancelled within %.0f s (the job is this triggerer's again): "
+            "continuing from the latest checkpoint",
+            self.job_id,
+            bound,
+        )
+        return newest or theirs
 
     def _done(self, state: WatchState, last_lines: list[tuple[str | None, str]]) -> TriggerEvent:
         """The job is over: the event carries the last poll's lines (see PollLines), or, when they are too many

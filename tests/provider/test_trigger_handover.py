@@ -122,6 +122,7 @@ class StallsOnce(AzureBatchJobTrigger):
     skipped = 5
     stalled = False
     caught_up_after: int | None = None  # the last line this trigger had shown when it read the checkpoint
+    stood_by: tuple[float, float] | None = None
 
     async def _read_checkpoint(self):
         if not self.stalled:  # at the start: no checkpoint yet
@@ -132,6 +133,13 @@ class StallsOnce(AzureBatchJobTrigger):
         self.caught_up_after = cursor["offset"] // LINE_BYTES
         cursor["offset"] += self.skipped * LINE_BYTES
         return theirs
+
+    async def _stand_by(self, theirs, late):
+        began = time.time()
+        try:
+            return await super()._stand_by(theirs, late)
+        finally:
+            self.stood_by = (began, time.time())
 
     async def _watch(self, watcher, hook, checkpoints, stall):
         async def stall_once() -> None:
@@ -147,13 +155,22 @@ class StallsOnce(AzureBatchJobTrigger):
             staller.cancel()
 
 
-def test_a_trigger_back_from_a_stall_continues_from_a_further_checkpoint(azbatch_default, shared_pool, monkeypatch):
+def _stalls_once(monkeypatch, pool: str) -> tuple[str, StallsOnce]:
     # A stall of half the health-check threshold (0.5 s here) may have let another triggerer take over.
     monkeypatch.setenv("AIRFLOW__TRIGGERER__TRIGGERER_HEALTH_CHECK_THRESHOLD", "1")
     monkeypatch.setattr(job_trigger, "STALL_SETTLE_SECONDS", 0.3)
-    job_id = _running_job(shared_pool, sh("for n in $(seq 1 40); do printf 'line %03d\\n' $n; sleep 0.15; done"))
+    monkeypatch.setattr(job_trigger, "STAND_BY_FRACTION", 2.0)
+    job_id = _running_job(pool, sh("for n in $(seq 1 40); do printf 'line %03d\\n' $n; sleep 0.15; done"))
     state = WatchState(job_id=job_id, expected_tasks=1, streamed=["t"])
-    trigger = StallsOnce("azbatch_default", state.to_json(), poll_interval=0.2)
+    return job_id, StallsOnce("azbatch_default", state.to_json(), poll_interval=0.2)
+
+
+def test_a_trigger_back_from_a_stall_stands_by_then_continues_from_a_further_checkpoint(
+    azbatch_default, local_batch_service, shared_pool, monkeypatch
+):
+    # Another trigger checkpointed further while this one stalled: the job was handed over. This one polls and
+    # shows nothing while Airflow has not cancelled it; not cancelled (the job came back), it goes on from there.
+    job_id, trigger = _stalls_once(monkeypatch, shared_pool)
 
     async def watch():
         return await asyncio.wait_for(anext(trigger.run()), 60)
@@ -171,8 +188,131 @@ def test_a_trigger_back_from_a_stall_continues_from_a_further_checkpoint(azbatch
     # What the other trigger showed is not shown again; nothing else is left out, nothing is shown twice.
     assert event.payload["watch_state"]["cursors"]["t/stdout.txt"]["offset"] == 40 * LINE_BYTES
     assert shown == [n for n in range(1, 41) if not after < n <= after + StallsOnce.skipped]
+    said = messages(logs)
     assert any(
         line.startswith("This triggerer stalled for ")
-        and line.endswith(f"another one showed Batch job {job_id} output meanwhile: continuing from its checkpoint")
-        for line in messages(logs)
+        and line.endswith(
+            f"another one showed Batch job {job_id} output meanwhile: standing by until Airflow cancels this "
+            "trigger (at most 2 s)"
+        )
+        for line in said
+    ), said
+    assert (
+        f"Batch job {job_id}: this trigger was not cancelled within 2 s (the job is this triggerer's again): "
+        "continuing from the latest checkpoint"
+    ) in said
+    # Standing by, it asked the service nothing.
+    assert trigger.stood_by is not None
+    began, ended = trigger.stood_by
+    assert ended - began >= 2
+    asked = [r for r in local_batch_service.request_log(jobs=[job_id]) if began + 0.05 < r["at"] < ended - 0.05]
+    assert asked == []
+
+
+class RecordsCheckpoints(StallsOnce):
+    """Keeps the checkpoints it writes, and tells when it stands by."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.written: list[dict] = []
+        self.standing_by = asyncio.Event()
+
+    async def _write_checkpoint(self, state):
+        self.written.append(state)
+
+    async def _stand_by(self, theirs, late):
+        self.standing_by.set()
+        return await super()._stand_by(theirs, late)
+
+
+def test_a_trigger_cancelled_while_it_stands_by_writes_no_checkpoint(azbatch_default, shared_pool, monkeypatch):
+    # Airflow cancels the trigger it handed over. What this one showed before its stall is behind the other's
+    # checkpoint: writing it (as a cancelled trigger writes its last state) would take that back.
+    job_id, stalls = _stalls_once(monkeypatch, shared_pool)
+    trigger = RecordsCheckpoints("azbatch_default", stalls.watch_state, poll_interval=0.2)
+
+    async def cancelled_standing_by() -> int:
+        run = asyncio.ensure_future(anext(trigger.run()))
+        await asyncio.wait_for(trigger.standing_by.wait(), 30)
+        written = len(trigger.written)
+        await asyncio.sleep(0.5)  # of the 2 s it stands by
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+        return written
+
+    with captured_logs() as logs:
+        written = asyncio.run(cancelled_standing_by())
+    assert trigger.written[written:] == []
+    said = messages(logs)
+    stood = next(i for i, line in enumerate(said) if line.startswith("This triggerer stalled for "))
+    assert [line for line in said[stood:] if line.startswith("[t] line ")] == []
+    AzureBatchHook().terminate_job(job_id)
+
+
+class SpansAStall(AzureBatchJobTrigger):
+    """One of its polls takes longer than a stall (the service is slow to answer, as for a triggerer frozen while
+    the poll was in flight); meanwhile another trigger shows ``skipped`` more lines and checkpoints them."""
+
+    skipped = 5
+    reads = 0
+    caught_up_after: int | None = None
+    stood_by_at: float | None = None
+
+    async def _read_checkpoint(self):
+        self.reads += 1
+        if self.reads == 1:  # at the start: no checkpoint yet
+            return None
+        assert self._state is not None
+        theirs = self._state.to_json()
+        cursor = theirs["cursors"]["t/stdout.txt"]
+        if self.caught_up_after is None:
+            self.caught_up_after = cursor["offset"] // LINE_BYTES
+        cursor["offset"] = (self.caught_up_after + self.skipped) * LINE_BYTES
+        return theirs
+
+    async def _stand_by(self, theirs, late):
+        self.stood_by_at = self.stood_by_at or time.time()
+        return await super()._stand_by(theirs, late)
+
+
+def test_a_poll_that_spans_a_stall_shows_nothing_it_read(
+    azbatch_default, local_batch_service, shared_pool, monkeypatch
+):
+    # What the poll read while the other trigger had the job may have been shown by that one: not shown here, and
+    # read again (from where this trigger had shown) once it knows where the other one got to.
+    monkeypatch.setenv("AIRFLOW__TRIGGERER__TRIGGERER_HEALTH_CHECK_THRESHOLD", "1")
+    monkeypatch.setattr(job_trigger, "STALL_SETTLE_SECONDS", 0.3)
+    monkeypatch.setattr(job_trigger, "STAND_BY_FRACTION", 1.0)
+    shown_at: list[float] = []
+    show = job_trigger.PollLines.show
+
+    def timed_show(self) -> None:
+        shown_at.extend(time.time() for _ in self._held)
+        show(self)
+
+    monkeypatch.setattr(job_trigger.PollLines, "show", timed_show)
+    job_id = _running_job(shared_pool, sh("for n in $(seq 1 40); do printf 'line %03d\\n' $n; sleep 0.15; done"))
+    trigger = SpansAStall(
+        "azbatch_default", WatchState(job_id=job_id, expected_tasks=1, streamed=["t"]).to_json(), poll_interval=0.2
     )
+    local_batch_service.clear_request_log()
+    local_batch_service.set_faults("Jobs_GetJobTaskCounts:latency=1.5#4")
+    try:
+        with captured_logs() as logs:
+            event = asyncio.run(asyncio.wait_for(anext(trigger.run()), 60))
+    finally:
+        local_batch_service.set_faults("")
+    assert event.payload["status"] == "done"
+    logged = [line for line in messages(logs) if line.startswith("[t] line ")]
+    carried = [line for task, line in event.payload.get("lines", []) if task == "t"]
+    shown = [int(line.split()[-1]) for line in logged + carried]
+    after = trigger.caught_up_after
+    assert after is not None
+    assert after < 40 - SpansAStall.skipped
+    assert shown == [n for n in range(1, 41) if not after < n <= after + SpansAStall.skipped]
+    # The slow poll showed nothing when it ended: no line from its answer until the trigger stood by.
+    slow = local_batch_service.request_log(jobs=[job_id], operations=["Jobs_GetJobTaskCounts"])[3]["at"]
+    assert trigger.stood_by_at is not None
+    assert trigger.stood_by_at > slow + 1.5
+    assert [at for at in shown_at if slow + 0.5 < at < trigger.stood_by_at] == []
