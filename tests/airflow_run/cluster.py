@@ -178,6 +178,10 @@ class AirflowCluster:
         os.killpg(self.processes[name].pid, signal.SIGSTOP)
         return stopped_at
 
+    def exited(self, name: str) -> bool:
+        """Whether the component's process has exited (by itself: a crash, an error it does not survive)."""
+        return self.processes[name].poll() is not None
+
     def thaw_component(self, name: str) -> float:
         thawed_at = time.time()
         os.killpg(self.processes[name].pid, signal.SIGCONT)

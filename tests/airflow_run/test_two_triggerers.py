@@ -43,9 +43,9 @@ DAG_ID = "azbatch_many_deferred"
 QUOTA_DAG_ID = "azbatch_quota_wait"
 WARM_UP_DAG_ID = "azbatch_warm_up"
 DOOMED = "doomed"
-# Each job: LINES numbered lines, one every PAUSE seconds: long enough to outlast every step below (the graceful
-# stop comes 270-290 s after the DAG run started, the first jobs start some 20 s after it).
-LINES = 800
+# Each job: a numbered line every PAUSE seconds until the test, its steps over, creates the stop file (at most
+# LINES: a test that died leaves no job running long), then "lines N".
+LINES = 2000
 PAUSE = 0.4
 # The deployment's settings (production defaults in brackets): polls every POLL s [5], output positions
 # checkpointed at most every CHECKPOINT s [30]; Airflow's own defaults for the triggerers: a heartbeat every
@@ -60,10 +60,15 @@ QUOTA_RETRY = 20
 PER_LOOP = 10
 # The trigger writes no checkpoint in the first 10 s after the task deferred (triggers/job.py FRESH_SECONDS).
 FRESH = 10
-# A trigger that still runs logs a line every poll; one back from a stall waits 5 s first (STALL_SETTLE_SECONDS):
-# silent this long, it runs no more.
+# What a trigger back from a stall logs when it finds that another trigger took its job over (triggers/job.py).
+STANDS_BY = "This triggerer stalled for "
+CANCELLED = "Trigger cancelled by user action"
+# Airflow's record of a cancellation can be lost (the triggerer closes a trigger's log file when its runner reports
+# the trigger finished, and drops the records still on their way): a trigger whose log has been silent this long
+# (it logs every poll while it runs) has been dropped too.
 SILENT = 15
 LINE = re.compile(r"^\[main\] line (\d+)$")
+TOTAL = re.compile(r"^\[main\] lines (\d+)$")
 JOB_TRIGGER = "airflow_provider_azbatch.triggers.job.AzureBatchJobTrigger"
 WAIT_TRIGGER = "airflow_provider_azbatch.triggers.wait.AzureBatchWaitTrigger"
 ROOT = Path(__file__).resolve().parent
@@ -164,15 +169,20 @@ class Shown:
 
     times: dict[int, list[float]]
     entries: list[dict[str, Any]]
+    total: int | None  # the job's last line: how many it printed
 
     @classmethod
     def of(cls, entries: list[dict[str, Any]]) -> Shown:
         times: dict[int, list[float]] = {}
+        total = None
         for entry in entries:
-            match = LINE.match(str(entry.get("event", "")))
+            event = str(entry.get("event", ""))
+            match = LINE.match(event)
             if match and entry.get("timestamp"):
                 times.setdefault(int(match.group(1)), []).append(_seconds(entry["timestamp"]))
-        return cls({number: sorted(at) for number, at in times.items()}, entries)
+            if counted := TOTAL.match(event):
+                total = int(counted.group(1))
+        return cls({number: sorted(at) for number, at in times.items()}, entries, total)
 
     def repeats_between(self, start: float, end: float) -> int:
         """Lines shown once more (a second, third... time) between ``start`` and ``end``."""
@@ -205,9 +215,13 @@ class Scenario:
     held_at_kill: dict[str, int] = field(default_factory=dict)
     held_at_freeze: dict[str, int] = field(default_factory=dict)
     held_at_stop: dict[str, int] = field(default_factory=dict)
-    # For each job the frozen triggerer held: when it showed its last line after the thaw (Airflow cancels its
-    # triggers at its next look at the database: seconds after the thaw, or tens of seconds on a slow machine).
-    survivor_until: dict[str, float] = field(default_factory=dict)
+    # For each job the frozen triggerer held: when, back, it stood by (it found the job taken over), when Airflow
+    # cancelled its trigger (where that record reached the task's log), and how many lines it showed after it
+    # stood by (none: taken at the end).
+    stood_by: dict[str, float] = field(default_factory=dict)
+    survivor_exited: bool = False
+    cancelled: dict[str, float] = field(default_factory=dict)
+    shown_standing_by: dict[str, int] = field(default_factory=dict)
     quota_wait_holder: int = 0
     triggerer_jobs: dict[str, int] = field(default_factory=dict)
     states: dict[str, str | None] = field(default_factory=dict)
@@ -256,23 +270,17 @@ def _logged_since(cluster: AirflowCluster, run_id: str, key: str, job: int, sinc
     return False
 
 
-def _last_logged(cluster: AirflowCluster, run_id: str, key: str, job: int) -> float | None:
-    """When the triggerer ``job`` last logged anything for the task (None: never)."""
+def _trigger_entries(cluster: AirflowCluster, run_id: str, key: str, job: int) -> list[tuple[float, str]]:
+    """What the triggerer ``job`` logged for the task: (time, event), from its own log file."""
     path = cluster.trigger_log(DAG_ID, run_id, _task_dir(key), job)
     if not path.exists():
-        return None
+        return []
     entries = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    return max((_seconds(e["timestamp"]) for e in entries if e.get("timestamp")), default=None)
+    return [(_seconds(e["timestamp"]), str(e.get("event", ""))) for e in entries if e.get("timestamp")]
 
 
-def _last_line_at(cluster: AirflowCluster, run_id: str, key: str, job: int, since: float) -> float | None:
-    """When the triggerer ``job`` last showed a streamed line of the task after ``since`` (None: none)."""
-    path = cluster.trigger_log(DAG_ID, run_id, _task_dir(key), job)
-    if not path.exists():
-        return None
-    entries = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    stamps = [_seconds(e["timestamp"]) for e in entries if e.get("timestamp") and LINE.match(str(e.get("event", "")))]
-    return max((at for at in stamps if at >= since), default=None)
+def _first_logged(entries: list[tuple[float, str]], since: float, event: str) -> float | None:
+    return min((at for at, logged in entries if at > since and logged.startswith(event)), default=None)
 
 
 def _component(cluster: AirflowCluster, job_id: int) -> str:
@@ -292,7 +300,8 @@ def scenario(cluster, batch, batch_client) -> Scenario:
 def _run_scenario(cluster, batch, batch_client, began: float, times: dict[str, float]) -> Scenario:
     from azure.batch import models as m
 
-    run_id = cluster.trigger(DAG_ID, {"lines": LINES, "pause": PAUSE})
+    stop_file = cluster.home / "stop-the-jobs"
+    run_id = cluster.trigger(DAG_ID, {"lines": LINES, "pause": PAUSE, "stop_file": str(stop_file)})
     keys = [f"stream/{i}" for i in range(STREAMING_JOBS)] + [DOOMED]
     job_ids = {
         key: default_job_id(DAG_ID, key.split("/")[0], run_id, int(key.split("/")[1]) if "/" in key else -1)
@@ -366,29 +375,32 @@ def _run_scenario(cluster, batch, batch_client, began: float, times: dict[str, f
     wait_until(taken_over, timeout=HEALTH_CHECK * 4, interval=1, what=f"{survivor}'s jobs showing output elsewhere")
     scenario.times["thaw"] = cluster.thaw_component(survivor)
 
-    # Back, it drops the triggers it lost (Airflow 3.3 calls their on_kill as for a user's kill); Airflow logs
-    # one of these (it repeats the cancellation every second, which can cut the first short). Or none: the
-    # triggerer's supervisor closes a trigger's log file when the runner reports the trigger finished, and the
-    # records still on their way (another socket) are dropped; then the trigger's log just falls silent.
+    # Back, it finds each job it lost checkpointed further by the new trigger and stands by until Airflow cancels
+    # its trigger (and calls its on_kill as for a user's kill, Airflow 3.3); or Airflow cancels it first. Or it
+    # exits: frozen in the middle of a database transaction, its session was ended by PostgreSQL meanwhile
+    # (idle_in_transaction_session_timeout, see postgres.py), and Airflow's triggerer does not survive that.
     lost = [key for key, job in scenario.held_at_freeze.items() if job == survivor_job]
-    dropped = ("Trigger cancelled by user action", "trigger completed")
+    dropped = (STANDS_BY, CANCELLED, "trigger completed")
 
-    def dropped_by_survivor(key: str) -> bool:
-        if _logged_since(cluster, run_id, key, survivor_job, times["thaw"], *dropped):
+    def dropped_by_survivor() -> bool:
+        if cluster.exited(survivor):
+            scenario.survivor_exited = True
             return True
-        last = _last_logged(cluster, run_id, key, survivor_job)
-        return time.time() > times["thaw"] + SILENT and (last is None or last < time.time() - SILENT)
+        silent_since = time.time() - SILENT
+        for key in lost:
+            if _logged_since(cluster, run_id, key, survivor_job, times["thaw"], *dropped):
+                continue
+            entries = _trigger_entries(cluster, run_id, key, survivor_job)
+            if silent_since < times["thaw"] or max((at for at, _ in entries), default=0.0) > silent_since:
+                return False
+        return True
 
     wait_until(
-        lambda: all(dropped_by_survivor(key) for key in lost),
+        dropped_by_survivor,
         timeout=HEALTH_CHECK * 4,
         interval=1,
-        what=f"{survivor} dropping its triggers",
+        what=f"{survivor} standing by for, or dropping, the triggers it lost",
     )
-
-    scenario.survivor_until = {
-        key: _last_line_at(cluster, run_id, key, survivor_job, times["thaw"]) or times["thaw"] for key in lost
-    }
 
     # 3. A user marks a deferred task failed.
     scenario.times["mark failed"] = time.time()
@@ -407,29 +419,30 @@ def _run_scenario(cluster, batch, batch_client, began: float, times: dict[str, f
     scenario.held_at_stop = {key: job for key, job in _holders(cluster, run_id).items() if job == third_job}
     scenario.times["stop"] = time.time()
     cluster.stop_component("triggerer-3")
-
-    # A job that ended meanwhile has nothing more to show (triggerer-3 showed its last lines, or triggerer-4's
-    # trigger finds it over at once).
-    def moved_on(key: str) -> bool:
-        if _logged_since(cluster, run_id, key, fourth_job, times["stop"]):
-            return True
-        return batch_client.get_job(job_ids[key]).state == m.BatchJobState.COMPLETED
-
     wait_until(
-        lambda: all(moved_on(key) for key in scenario.held_at_stop),
+        lambda: all(_logged_since(cluster, run_id, key, fourth_job, times["stop"]) for key in scenario.held_at_stop),
         timeout=HEALTH_CHECK * 4,
         interval=1,
         what="triggerer-3's jobs showing output from triggerer-4",
     )
     scenario.times["stopped"] = time.time()
 
+    stop_file.touch()  # the steps are over: the jobs end
+
     def finished() -> bool:
         return cluster.run_state(DAG_ID, run_id) in ("success", "failed") and cluster.run_state(
             QUOTA_DAG_ID, quota_run_id
         ) in ("success", "failed")
 
-    wait_until(finished, timeout=LINES * PAUSE + 300, interval=2, what="both DAG runs finished")
+    wait_until(finished, timeout=300, interval=2, what="both DAG runs finished")
     scenario.duration = time.time() - began
+    for key in lost:
+        entries = _trigger_entries(cluster, run_id, key, survivor_job)
+        if (stood := _first_logged(entries, times["thaw"], STANDS_BY)) is not None:
+            scenario.stood_by[key] = stood
+            scenario.shown_standing_by[key] = sum(1 for at, event in entries if at > stood and LINE.match(event))
+        if (cancelled := _first_logged(entries, times["thaw"], CANCELLED)) is not None:
+            scenario.cancelled[key] = cancelled
     scenario.triggerer_jobs = dict(cluster.triggerer_jobs)
     for ti in cluster.task_instances(DAG_ID, run_id):
         key = _key(ti)
@@ -443,7 +456,7 @@ def _run_scenario(cluster, batch, batch_client, began: float, times: dict[str, f
     )
     times["all done"] = time.time()
     report(
-        f"two triggerers: {len(keys)} deferred jobs of {LINES} lines every {PAUSE} s; all deferred after "
+        f"two triggerers: {len(keys)} deferred jobs of a line every {PAUSE} s; all deferred after "
         f"{ramp:.0f} s; scenario {scenario.duration:.0f} s (poll {POLL} s, checkpoint_interval {CHECKPOINT} s, "
         f"heartbeat {HEARTBEAT} s, health check threshold {HEALTH_CHECK} s, {PER_LOOP} triggers taken per look)"
     )
@@ -460,7 +473,10 @@ def test_every_task_reaches_the_state_it_deserves(scenario):
 
 
 def test_no_line_is_lost_in_any_task_log(scenario):
-    lost = {key: sorted(set(range(1, LINES + 1)) - set(scenario.shown[key].times)) for key in STREAMED}
+    # Each job's last line says how many it printed (those the stop file ended; none reached the cap).
+    totals = {key: scenario.shown[key].total for key in STREAMED}
+    assert all(total is not None and 0 < total < LINES for total in totals.values()), totals
+    lost = {key: sorted(set(range(1, totals[key] + 1)) - set(scenario.shown[key].times)) for key in STREAMED}
     assert {key: missing for key, missing in lost.items() if missing} == {}
 
 
@@ -510,15 +526,14 @@ def test_a_crashed_triggerers_triggers_resume_after_the_health_check_threshold(s
 def test_a_redistribution_repeats_at_most_two_checkpoint_intervals_worth_of_lines(scenario):
     repeats = _repeats(scenario, "freeze", "stop", STREAMED)
     # The new trigger shows again what the frozen one showed after its last checkpoint; the frozen one, back,
-    # catches up with the new one's last checkpoint and shows again what that one showed after it: two
-    # checkpoint intervals' worth. Unless the new one had not checkpointed yet when the frozen one read: then
-    # the frozen one shows what it missed while frozen (the stall's worth). And until Airflow cancels the frozen
-    # one's triggers, both show each new line: Airflow's latency, measured per job (survivor_until), not bounded.
+    # shows what its poll in flight at the freeze read, then finds the new one's checkpoint further and stands by
+    # until Airflow cancels it: two checkpoint intervals' worth. Unless the new one had not checkpointed yet when
+    # the frozen one read: then the frozen one shows what it missed while frozen (the stall's worth).
     usual = 2 * (int((CHECKPOINT + POLL) / PAUSE) + 1)
     thaw = scenario.times["thaw"]
     bound = usual + int((thaw - scenario.times["freeze"]) / PAUSE)
-    both = {key: int((until - thaw) / PAUSE) + 1 for key, until in scenario.survivor_until.items()}
-    ran_on = sorted(until - thaw for until in scenario.survivor_until.values()) or [0.0]
+    stood = sorted(at - thaw for at in scenario.stood_by.values()) or [float("nan")]
+    cancelled = sorted(at - thaw for at in scenario.cancelled.values()) or [float("nan")]
     delays = [
         first - scenario.times["freeze"]
         for key in STREAMED
@@ -529,11 +544,14 @@ def test_a_redistribution_repeats_at_most_two_checkpoint_intervals_worth_of_line
         f"{max(repeats.values())}, median {statistics.median(repeats.values()):g}, total {sum(repeats.values())} "
         f"(two checkpoint intervals' worth: {usual}; with the stall's: {bound}); first line from the new "
         f"triggerer {statistics.median(delays):.1f} s (median) / {max(delays):.1f} s (max) after the freeze; the "
-        f"thawed triggerer showed lines {statistics.median(ran_on):.1f} s (median) / {ran_on[-1]:.1f} s (max) "
-        "after the thaw, until Airflow cancelled its triggers"
+        f"thawed triggerer stood by for {len(scenario.stood_by)} of its jobs {statistics.median(stood):.1f} s "
+        f"(median) after the thaw; Airflow cancelled its triggers {statistics.median(cancelled):.1f} s (median) / "
+        f"{cancelled[-1]:.1f} s (max) after the thaw ({len(scenario.cancelled)} recorded in the task's log)"
+        + ("; it exited on its thaw (its database session had been ended)" if scenario.survivor_exited else "")
     )
-    over = {key: n for key, n in repeats.items() if n > bound + both.get(key, 0)}
-    assert over == {}, (over, {key: bound + both.get(key, 0) for key in over})
+    assert max(repeats.values()) <= bound, repeats
+    # Standing by, it showed nothing more.
+    assert {key: n for key, n in scenario.shown_standing_by.items() if n} == {}
 
 
 def test_a_graceful_stop_repeats_no_line(scenario):
@@ -565,9 +583,9 @@ def _most_in_a_window(times: list[float], window: float) -> tuple[int, float]:
 
 def test_each_job_is_polled_by_one_trigger_at_a_time(scenario):
     # One trigger polls a job at most once a poll interval: at most 11 task-count requests in any 10 s. Not
-    # counted: the first and last 10 s of a job's requests (the task's own, submitting and resuming), and from
-    # the thaw until 10 s after the triggerer back from its stall showed its last line of the job (at least 20 s):
-    # it polls on until Airflow cancels its triggers at its next look at the database.
+    # counted: the first and last 10 s of a job's requests (the task's own, submitting and resuming), and the
+    # 20 s after the thaw, when the triggerer back from its stall finishes the poll it had in flight before it
+    # finds that its triggers were handed over (and stands by until Airflow cancels them).
     window = 10 * POLL
     thaw = scenario.times["thaw"]
     worst: dict[str, int] = {}
@@ -577,18 +595,16 @@ def test_each_job_is_polled_by_one_trigger_at_a_time(scenario):
             r["at"] for r in scenario.requests if r["job"] == job_id and r["operation"] == "Jobs_GetJobTaskCounts"
         )
         deferred = [at for at in times if times[0] + window <= at <= times[-1] - window]
-        # Both the thawed trigger and the new one poll until Airflow cancels the thawed one.
-        until = max(thaw + 2 * window, scenario.survivor_until.get(key, thaw) + window)
-        worst[key] = _most_in_a_window([at for at in deferred if not thaw <= at <= until], window)[0]
-        around_thaw[key] = _most_in_a_window([at for at in deferred if thaw <= at <= until], window)[0]
+        worst[key] = _most_in_a_window([at for at in deferred if not thaw <= at <= thaw + 2 * window], window)[0]
+        around_thaw[key] = _most_in_a_window([at for at in deferred if thaw <= at <= thaw + 2 * window], window)[0]
     report(
         f"task-count requests per job in any {window} s while deferred: max {max(worst.values())} (one trigger "
-        f"polling every {POLL} s: at most {window // POLL + 1}); from the thaw until the thawed triggerer stopped: max "
+        f"polling every {POLL} s: at most {window // POLL + 1}); in the 20 s after the thaw: max "
         f"{max(around_thaw.values())}"
     )
     assert max(worst.values()) <= window // POLL + 1, worst
-    # At most two triggers polling, each once a poll: the new one and the one back from its stall.
-    assert max(around_thaw.values()) <= 2 * (window // POLL + 1), around_thaw
+    # Not two triggers polling through a whole window: a poll or a few from the one back from its stall.
+    assert max(around_thaw.values()) <= window // POLL + 5, around_thaw
 
 
 def test_only_the_marked_task_terminates_its_job_once(scenario):

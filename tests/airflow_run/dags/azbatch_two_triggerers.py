@@ -14,15 +14,20 @@ STREAMING_JOBS = 40
 POOL = BatchPool.shared(
     "two-triggerers-pool", requirements={"cpus": 1}, max_nodes=6, autoscale=False, task_slots_per_node=8
 )
-# A numbered line every `pause` seconds; the line's number is how the test tells a lost or repeated line.
-STREAM = 'for n in $(seq 1 {{ params.lines }}); do echo "line $n"; sleep {{ params.pause }}; done'
+# A numbered line every `pause` seconds (its number is how the test tells a lost or repeated line), at most
+# `lines` of them and only until the file `stop_file` exists (the test creates it when its steps are over, however
+# long they took: the jobs end together); then how many.
+STREAM = (
+    'n=0; while [ "$n" -lt {{ params.lines }} ] && [ ! -e "{{ params.stop_file }}" ]; do n=$((n+1)); '
+    'echo "line $n"; sleep {{ params.pause }}; done; echo "lines $n"'
+)
 
 with DAG(
     "azbatch_many_deferred",
     schedule=None,
     start_date=datetime(2026, 1, 1),
     catchup=False,
-    params={"lines": 100, "pause": 0.5},
+    params={"lines": 100, "pause": 0.5, "stop_file": ""},
 ) as many:
     AzureBatchJobOperator.partial(
         task_id="stream", batch_pool=POOL, command=STREAM, deferrable=True, poll_interval=1
