@@ -296,12 +296,12 @@ CONFIG_OPTIONS: dict[str, Any] = {
     "account_view": {
         "description": "Watch deferred jobs through one account view per Batch account and triggerer (one "
         "listing of the jobs that changed per poll, shared by all the account's triggers) instead of each trigger "
-        "looking at its own job every poll (one request or more per job and poll). Off by default in 0.4, until "
-        "it has run in deployments of several triggerers on every Airflow line; ready for one triggerer.",
+        "looking at its own job every poll (one request or more per job and poll). False: each trigger looks at "
+        "its own job every poll, as before 0.4.",
         "version_added": "0.4.0",
         "type": "boolean",
-        "example": "True",
-        "default": "False",
+        "example": "False",
+        "default": "True",
     },
     "job_looks_per_second": {
         "description": "Per-job looks (task counts, and what they lead to) a triggerer makes per second at most "

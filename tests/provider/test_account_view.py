@@ -35,12 +35,6 @@ def _trigger(job_id: str, conn_id: str = "azbatch_default", poll_interval: float
     return AzureBatchJobTrigger(conn_id, state, poll_interval=poll_interval, stream_output=False)
 
 
-@pytest.fixture(autouse=True)
-def view_on(monkeypatch):
-    """The view is opt-in ([azbatch] account_view, off by default in 0.4)."""
-    monkeypatch.setenv("AIRFLOW__AZBATCH__ACCOUNT_VIEW", "True")
-
-
 @pytest.fixture
 def slow_own_looks(monkeypatch):
     """Triggers look at their own jobs at most every 60 s: what they learn sooner, they learn from the view."""

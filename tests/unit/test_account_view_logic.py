@@ -100,11 +100,17 @@ def test_the_task_reads_back_what_the_trigger_left_in_xcom():
     assert event_in_full(packed, {"ti": ti}, "train") == {"status": "done", "job_id": "j", **stored}
 
 
-def test_the_view_is_off_unless_switched_on(monkeypatch):
-    """0.4 ships the view opt-in: a trigger looks at its own job every poll unless [azbatch] account_view."""
+def test_the_view_is_on_unless_switched_off(monkeypatch):
+    """A trigger waits on its account's view unless [azbatch] account_view = False: then it looks at its own job
+    every poll, as before 0.4."""
     import asyncio
 
+    from airflow_provider_azbatch import config
     from airflow_provider_azbatch.triggers.account_view import OwnLooks, watch_job
 
     monkeypatch.delenv("AIRFLOW__AZBATCH__ACCOUNT_VIEW", raising=False)
-    assert isinstance(asyncio.run(watch_job("azbatch_default", "job-1", 5.0)), OwnLooks)
+    assert config.get_bool("account_view") is True
+    monkeypatch.setenv("AIRFLOW__AZBATCH__ACCOUNT_VIEW", "False")
+    looks = asyncio.run(watch_job("azbatch_default", "job-1", 5.0))
+    assert isinstance(looks, OwnLooks)
+    assert looks.job_look_interval() == 5.0
