@@ -9,7 +9,7 @@ SERVICE := local-azure-batch
 TEST_PATH := PATH="$(CURDIR)/$(BIN):$(CURDIR)/node_modules/.bin:$$PATH"
 
 .PHONY: demo test lint typecheck venv clean bench docs docs-venv compat compat-venv compat-unit compat-examples compat-deployment
-.PHONY: py py-venv py-unit py-examples
+.PHONY: py py-venv py-unit py-examples uv
 
 # Both distributions of this repository, editable: the provider and the local Batch service; and PyTorch for
 # the two-node rendezvous test (tests/workloads/test_torch_rendezvous.py), only in this venv. constraints.txt
@@ -71,6 +71,8 @@ UV_RUN := UV_NO_CONFIG=1 UV_LINK_MODE=copy $(UV)
 $(UV):
 	$(PYTHON) -m venv .venv-uv
 	.venv-uv/bin/pip install --quiet --disable-pip-version-check "uv==$(UV_VERSION)"
+
+uv: $(UV)
 
 # Older Airflow lines and the dependency floors (docs/reference/airflow-lines.md): `make compat LINE=3.0`.
 # LINE is 3.0, 3.1, 3.2, 3.3 (constraints/airflow-LINE.txt) or lowest-direct; each gets its own venv,
