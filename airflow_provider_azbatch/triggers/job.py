@@ -42,10 +42,9 @@ cut off from the database), and cancels them there once it looks at the database
   their checkpoints at once. Standing by, the trigger shows nothing twice however long that takes. Should
   Airflow give the trigger back instead (the other triggerer lost too), it continues from the latest
   checkpoint after ``STAND_BY_FRACTION`` times the threshold.
-- A poll that spanned a stall (one in flight when the triggerer froze) shows nothing and offers its state to
-  no checkpoint: what it read may have been shown meanwhile by the trigger Airflow handed the job to, whose
-  checkpoint it would take back. Once the trigger knows whether the job was handed over, it reads the output
-  again from what it had shown.
+- A poll that took that long (one in flight when the triggerer froze, or a slow answer) shows what it read
+  only once the checkpoint says that no other trigger took the job over meanwhile: otherwise that one showed
+  it already, and this one stands by as above.
 """
 
 from __future__ import annotations
@@ -395,19 +394,14 @@ class AzureBatchJobTrigger(BaseTrigger):
         subscription = await account_view.watch_job(self.azbatch_conn_id, self.job_id, self.poll_interval)
         try:
             wake_at = time.time()
-            overran = 0.0  # how long the last poll took: a stall can come during one
             next_look = 0.0  # when to look at the job itself (counts, ...) unless the view sees it change first
             changed = False
             while True:
                 started = time.time()
-                late = max(started - wake_at, overran)
+                late = started - wake_at
                 if late > stall:
-                    # Give Airflow a moment to cancel this trigger if it was handed over, and the other trigger
-                    # one to checkpoint, before reading what that one showed.
-                    await asyncio.sleep(STALL_SETTLE_SECONDS)
-                    taken_over = await self._checkpoint_past(state)
+                    taken_over = await self._after_stall(state, late)
                     if taken_over is not None:
-                        taken_over = await self._stand_by(taken_over, late)
                         watcher = self._watcher(taken_over)
                         self._state = state = watcher.state
                         self._shown = state.to_json()
@@ -421,7 +415,7 @@ class AzureBatchJobTrigger(BaseTrigger):
                         done = await run_async(watcher.step(time.time()), hook, limit)
                     else:  # only the output is due: the view watches the job's state meanwhile
                         done = await run_async(watcher.follow(time.time()), hook, limit)
-                    overran = time.time() - started
+                    overran = time.time() - started  # a stall can come during a poll
                 except PoolProblem as problem:
                     lines.show()
                     return self._error(state, str(problem), permanent=True, pool_problem=True)
@@ -440,12 +434,17 @@ class AzureBatchJobTrigger(BaseTrigger):
                     await asyncio.sleep(delay)
                     continue
                 policy.succeeded()
-                if overran > stall:  # it spanned a stall: see the module docstring
-                    lines.drop()
-                    watcher = self._watcher(WatchState.from_json(self._shown))
-                    self._state = state = watcher.state
-                    changed = True
-                    continue
+                if overran > stall:  # it may have spanned a stall: see the module docstring
+                    taken_over = await self._after_stall(WatchState.from_json(self._shown), overran)
+                    if taken_over is not None:
+                        lines.drop()
+                        watcher = self._watcher(taken_over)
+                        self._state = state = watcher.state
+                        self._shown = state.to_json()
+                        checkpoints.offer(self._shown, written=True)
+                        changed = True
+                        wake_at = time.time()
+                        continue
                 if done:
                     return self._done(state, lines.take())
                 lines.show()
@@ -481,6 +480,17 @@ class AzureBatchJobTrigger(BaseTrigger):
     def _drop_poll_lines(self) -> None:
         if self._lines is not None:
             self._lines.drop()
+
+    async def _after_stall(self, shown: WatchState, late: float) -> WatchState | None:
+        """After a stall: the checkpoint to go on from if another trigger took the job over meanwhile (it showed
+        every stream further than ``shown``), once this one has stood by; None if none did."""
+        # Give Airflow a moment to cancel this trigger if it was handed over, and the other trigger one to
+        # checkpoint, before reading what that one showed.
+        await asyncio.sleep(STALL_SETTLE_SECONDS)
+        taken_over = await self._checkpoint_past(shown)
+        if taken_over is None:
+            return None
+        return await self._stand_by(taken_over, late)
 
     async def _checkpoint_past(self, state: WatchState) -> WatchState | None:
         """After a stall: the checkpoint, if another trigger (the one Airflow handed the job to meanwhile) wrote

@@ -252,11 +252,13 @@ def test_a_trigger_cancelled_while_it_stands_by_writes_no_checkpoint(azbatch_def
 
 class SpansAStall(AzureBatchJobTrigger):
     """One of its polls takes longer than a stall (the service is slow to answer, as for a triggerer frozen while
-    the poll was in flight); meanwhile another trigger shows ``skipped`` more lines and checkpoints them."""
+    the poll was in flight); meanwhile another trigger took the job over from what this one had shown, and showed
+    all that this one's poll read and ``skipped`` more lines."""
 
     skipped = 5
     reads = 0
-    caught_up_after: int | None = None
+    shown_before: int | None = None  # the last line this trigger had shown before the slow poll
+    theirs_to: int | None = None  # the last line the other trigger showed
     stood_by_at: float | None = None
 
     async def _read_checkpoint(self):
@@ -264,11 +266,13 @@ class SpansAStall(AzureBatchJobTrigger):
         if self.reads == 1:  # at the start: no checkpoint yet
             return None
         assert self._state is not None
+        assert self._shown is not None
+        if self.theirs_to is None:
+            self.shown_before = self._shown["cursors"]["t/stdout.txt"]["offset"] // LINE_BYTES
+            read = self._state.cursors["t/stdout.txt"]["offset"] // LINE_BYTES
+            self.theirs_to = read + self.skipped
         theirs = self._state.to_json()
-        cursor = theirs["cursors"]["t/stdout.txt"]
-        if self.caught_up_after is None:
-            self.caught_up_after = cursor["offset"] // LINE_BYTES
-        cursor["offset"] = (self.caught_up_after + self.skipped) * LINE_BYTES
+        theirs["cursors"]["t/stdout.txt"]["offset"] = self.theirs_to * LINE_BYTES
         return theirs
 
     async def _stand_by(self, theirs, late):
@@ -307,12 +311,38 @@ def test_a_poll_that_spans_a_stall_shows_nothing_it_read(
     logged = [line for line in messages(logs) if line.startswith("[t] line ")]
     carried = [line for task, line in event.payload.get("lines", []) if task == "t"]
     shown = [int(line.split()[-1]) for line in logged + carried]
-    after = trigger.caught_up_after
-    assert after is not None
-    assert after < 40 - SpansAStall.skipped
-    assert shown == [n for n in range(1, 41) if not after < n <= after + SpansAStall.skipped]
+    before, theirs = trigger.shown_before, trigger.theirs_to
+    assert before is not None
+    assert theirs is not None
+    assert before + SpansAStall.skipped < theirs < 40
+    # What the other trigger showed (all that the slow poll read, and more) is not shown again here.
+    assert shown == [n for n in range(1, 41) if not before < n <= theirs]
     # The slow poll showed nothing when it ended: no line from its answer until the trigger stood by.
     slow = local_batch_service.request_log(jobs=[job_id], operations=["Jobs_GetJobTaskCounts"])[3]["at"]
     assert trigger.stood_by_at is not None
     assert trigger.stood_by_at > slow + 1.5
     assert [at for at in shown_at if slow + 0.5 < at < trigger.stood_by_at] == []
+
+
+def test_a_slow_poll_with_no_other_trigger_shows_what_it_read(
+    azbatch_default, local_batch_service, shared_pool, monkeypatch
+):
+    # As long as a stall, but no other trigger took the job over: what the poll read is shown, once, a settle later.
+    monkeypatch.setenv("AIRFLOW__TRIGGERER__TRIGGERER_HEALTH_CHECK_THRESHOLD", "1")
+    monkeypatch.setattr(job_trigger, "STALL_SETTLE_SECONDS", 0.3)
+    job_id = _running_job(shared_pool, sh("for n in $(seq 1 40); do printf 'line %03d\\n' $n; sleep 0.15; done"))
+    trigger = AzureBatchJobTrigger(
+        "azbatch_default", WatchState(job_id=job_id, expected_tasks=1, streamed=["t"]).to_json(), poll_interval=0.2
+    )
+    local_batch_service.set_faults("Jobs_GetJobTaskCounts:latency=1.5#2-3")
+    try:
+        with captured_logs() as logs:
+            event = asyncio.run(asyncio.wait_for(anext(trigger.run()), 60))
+    finally:
+        local_batch_service.set_faults("")
+    assert event.payload["status"] == "done"
+    said = messages(logs)
+    logged = [line for line in said if line.startswith("[t] line ")]
+    carried = [line for task, line in event.payload.get("lines", []) if task == "t"]
+    assert [int(line.split()[-1]) for line in logged + carried] == list(range(1, 41))
+    assert not any(line.startswith("This triggerer stalled for ") for line in said)
