@@ -9,6 +9,7 @@ import time
 import uuid
 
 import pytest
+from airflow.triggers.base import TriggerEvent
 from azure.batch import models as m
 
 from airflow_provider_azbatch.hooks.batch import AzureBatchHook
@@ -280,6 +281,21 @@ class SpansAStall(AzureBatchJobTrigger):
         return await super()._stand_by(theirs, late)
 
 
+def _run_with_faults(service, trigger: AzureBatchJobTrigger, faults: str) -> tuple[TriggerEvent, list[str], list[int]]:
+    """The trigger run to its event while the local service answers as ``faults`` says: the event, the log's
+    messages, and the numbers of the lines shown (logged, then carried in the event for the task)."""
+    service.set_faults(faults)
+    try:
+        with captured_logs() as logs:
+            event = asyncio.run(asyncio.wait_for(anext(trigger.run()), 60))
+    finally:
+        service.set_faults("")
+    said = messages(logs)
+    logged = [line for line in said if line.startswith("[t] line ")]
+    carried = [line for task, line in event.payload.get("lines", []) if task == "t"]
+    return event, said, [int(line.split()[-1]) for line in logged + carried]
+
+
 def test_a_poll_that_spans_a_stall_shows_nothing_it_read(
     azbatch_default, local_batch_service, shared_pool, monkeypatch
 ):
@@ -301,16 +317,8 @@ def test_a_poll_that_spans_a_stall_shows_nothing_it_read(
         "azbatch_default", WatchState(job_id=job_id, expected_tasks=1, streamed=["t"]).to_json(), poll_interval=0.2
     )
     local_batch_service.clear_request_log()
-    local_batch_service.set_faults("Jobs_GetJobTaskCounts:latency=1.5#4")
-    try:
-        with captured_logs() as logs:
-            event = asyncio.run(asyncio.wait_for(anext(trigger.run()), 60))
-    finally:
-        local_batch_service.set_faults("")
+    event, _, shown = _run_with_faults(local_batch_service, trigger, "Jobs_GetJobTaskCounts:latency=1.5#4")
     assert event.payload["status"] == "done"
-    logged = [line for line in messages(logs) if line.startswith("[t] line ")]
-    carried = [line for task, line in event.payload.get("lines", []) if task == "t"]
-    shown = [int(line.split()[-1]) for line in logged + carried]
     before, theirs = trigger.shown_before, trigger.theirs_to
     assert before is not None
     assert theirs is not None
@@ -334,15 +342,7 @@ def test_a_slow_poll_with_no_other_trigger_shows_what_it_read(
     trigger = AzureBatchJobTrigger(
         "azbatch_default", WatchState(job_id=job_id, expected_tasks=1, streamed=["t"]).to_json(), poll_interval=0.2
     )
-    local_batch_service.set_faults("Jobs_GetJobTaskCounts:latency=1.5#2-3")
-    try:
-        with captured_logs() as logs:
-            event = asyncio.run(asyncio.wait_for(anext(trigger.run()), 60))
-    finally:
-        local_batch_service.set_faults("")
+    event, said, shown = _run_with_faults(local_batch_service, trigger, "Jobs_GetJobTaskCounts:latency=1.5#2-3")
     assert event.payload["status"] == "done"
-    said = messages(logs)
-    logged = [line for line in said if line.startswith("[t] line ")]
-    carried = [line for task, line in event.payload.get("lines", []) if task == "t"]
-    assert [int(line.split()[-1]) for line in logged + carried] == list(range(1, 41))
+    assert shown == list(range(1, 41))
     assert not any(line.startswith("This triggerer stalled for ") for line in said)
