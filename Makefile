@@ -119,13 +119,15 @@ COMPAT_PYTEST := $(COMPAT_BIN)/pytest -q -p no:cacheprovider --basetemp=$(CURDIR
 # CPU where pip takes over a minute, which keeps each line's and each Python's part of CI short; pip installs
 # `make test`'s and `make demo`'s venvs, and the wheels in tests/devenv/test_from_wheels.py, as users install.
 # The interpreter: $(PYTHON), or for PYTHON_VERSION scripts/find_python.sh's (pyenv's build or pythonX.Y on PATH).
+# Compiled at install, as pip does: where PYTHONDONTWRITEBYTECODE is set, Python would compile Airflow from source in
+# every process (11 s to import it), and an API server's workers miss uvicorn's 5 s start-up ping for ever.
 $(COMPAT_STAMP): $(COMPAT_CONSTRAINTS) pyproject.toml $(SERVICE)/pyproject.toml | $(UV)
 ifeq ($(PYTHON_VERSION),)
 	$(PYTHON) -m venv --without-pip $(COMPAT_VENV)
 else
 	python=$$(scripts/find_python.sh $(PYTHON_VERSION)) && "$$python" -m venv --without-pip $(COMPAT_VENV)
 endif
-	$(UV_RUN) pip install --quiet --python $(COMPAT_BIN)/python -c $(COMPAT_CONSTRAINTS) -e './$(SERVICE)[test]' -e '.[test,torchx]'
+	$(UV_RUN) pip install --quiet --compile-bytecode --python $(COMPAT_BIN)/python -c $(COMPAT_CONSTRAINTS) -e './$(SERVICE)[test]' -e '.[test,torchx]'
 	touch $(COMPAT_STAMP)
 
 compat-venv: $(COMPAT_STAMP)

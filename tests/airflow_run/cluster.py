@@ -28,7 +28,9 @@ from cryptography.fernet import Fernet
 from tests.helpers import wait_until
 
 COMPONENTS = {
-    "api-server": ["api-server", "--port", "{port}"],
+    # One worker, no supervisor: uvicorn's (every line's) kills a worker that has not answered its ping 5 s after
+    # it was spawned, and four workers importing Airflow at once on two busy cores take longer than that, for ever.
+    "api-server": ["api-server", "--port", "{port}", "--workers", "1"],
     "scheduler": ["scheduler"],
     "dag-processor": ["dag-processor"],
     "triggerer": ["triggerer"],
