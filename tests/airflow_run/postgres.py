@@ -34,8 +34,10 @@ SERVER_SETTINGS = {
     # A triggerer frozen in the middle of a transaction (the test's SIGSTOP; a stalled host) keeps its row locks:
     # the triggerer that took its triggers over blocks on the same task's checkpoint XCom, and with that request
     # its whole supervisor (Airflow serves a triggerer's execution API in it), so every trigger it runs stalls.
-    # The server ends such a transaction instead (docs/howto/several-triggerers.md).
-    "idle_in_transaction_session_timeout": "10s",
+    # The server ends such a transaction instead (docs/howto/several-triggerers.md): before the others take the
+    # frozen one's triggers over (the health-check threshold, 30 s), but not sooner than it must, as a busy
+    # triggerer can leave a transaction idle for 10 s and more (and exits when the server ends it).
+    "idle_in_transaction_session_timeout": "20s",
 }
 
 

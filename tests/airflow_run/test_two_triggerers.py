@@ -130,22 +130,40 @@ def cluster(tmp_path_factory, batch, postgres):
         cluster.start(triggerers=1)
         for dag_id in (DAG_ID, QUOTA_DAG_ID, WARM_UP_DAG_ID):
             cluster.wait_for_dag(dag_id)
-        _warm_up(cluster, "triggerer")
+        _warm_up(cluster, "triggerer", _start_warm_up(cluster))
         cluster.start_triggerer("triggerer-2")
-        # Only the second one takes the next trigger while the first is frozen (for less than the threshold).
+        # Only the second one takes the next trigger: the first is frozen until it has. Not longer (the second's
+        # warm-up takes 20-30 s on a busy machine): frozen in the middle of a transaction past the database's
+        # idle-in-transaction timeout, the first would lose its session and exit when thawed.
         cluster.freeze_component("triggerer")
         try:
-            _warm_up(cluster, "triggerer-2")
+            run_id = _start_warm_up(cluster)
+            wait_until(
+                lambda: _warm_up_holder(cluster, run_id) is not None,
+                timeout=120,
+                interval=0.5,
+                what="the warm-up's trigger taken by triggerer-2",
+            )
         finally:
             cluster.thaw_component("triggerer")
+        _warm_up(cluster, "triggerer-2", run_id)
         yield cluster
     finally:
         cluster.stop()
 
 
-def _warm_up(cluster: AirflowCluster, triggerer: str) -> None:
-    """Start the triggerer's execution API (see the warm-up DAG): a trigger of it reads its checkpoint there."""
-    run_id = cluster.trigger(WARM_UP_DAG_ID)
+def _start_warm_up(cluster: AirflowCluster) -> str:
+    """A run of the warm-up DAG: its trigger starts the execution API of the triggerer that takes it."""
+    return cluster.trigger(WARM_UP_DAG_ID)
+
+
+def _warm_up_holder(cluster: AirflowCluster, run_id: str) -> int | None:
+    """The triggerer job running the warm-up's trigger (None: none yet)."""
+    return (cluster.task_instance(WARM_UP_DAG_ID, run_id, "warm_up").get("triggerer_job") or {}).get("id")
+
+
+def _warm_up(cluster: AirflowCluster, triggerer: str, run_id: str) -> None:
+    """Wait for the warm-up run, whose trigger ``triggerer`` ran (see the warm-up DAG)."""
     wait_until(
         lambda: cluster.run_state(WARM_UP_DAG_ID, run_id) in ("success", "failed"),
         timeout=120,
