@@ -38,11 +38,11 @@ def _ci_pythons() -> set[str]:
     """.ci/run: `make test` (on the Makefile's python3, checked below to be constraints.py's PYTHON) and one
     `make py-*` part per other Python."""
     text = (ROOT / ".ci" / "run").read_text()
-    loop = re.search(r"^for python in ([0-9. ]+); do\n(.*?)^done$", text, re.MULTILINE | re.DOTALL)
+    loop = re.search(r"^( *)for python in ([0-9. ]+); do\n(.*?)^\1done$", text, re.MULTILINE | re.DOTALL)
     assert loop, ".ci/run has no `for python in ...` loop"
     for target in ("py-venv", "py-unit", "py-examples"):
-        assert f'make {target} PYTHON_VERSION="$python"' in loop.group(2)
-    return set(loop.group(1).split())
+        assert f'make {target} PYTHON_VERSION="$python"' in loop.group(3)
+    return set(loop.group(2).split())
 
 
 def test_ci_runs_every_python_the_packages_declare():
