@@ -63,6 +63,9 @@ def _deployment_settings(api_port: int) -> dict[str, str]:
         "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{base}/execution/",
         "AIRFLOW__API__HOST": "127.0.0.1",
         "AIRFLOW__API__PORT": str(api_port),
+        # One API server worker for one user (Airflow's default is four, each a whole Airflow in memory); and no
+        # supervisor, whose 5 s start-up ping kills workers still importing Airflow on a busy machine.
+        "AIRFLOW__API__WORKERS": "1",
         "AIRFLOW__API__BASE_URL": base,
         # Free ports for the log servers: another Airflow on this machine may hold the defaults (8793, 8794).
         "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(free_port()),
