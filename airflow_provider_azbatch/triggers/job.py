@@ -402,10 +402,8 @@ class AzureBatchJobTrigger(BaseTrigger):
                 if late > stall:
                     taken_over = await self._after_stall(state, late)
                     if taken_over is not None:
-                        watcher = self._watcher(taken_over)
-                        self._state = state = watcher.state
-                        self._shown = state.to_json()
-                        checkpoints.offer(self._shown, written=True)
+                        watcher = self._continue_from(taken_over, checkpoints)
+                        state = watcher.state
                         changed = True  # a new watcher: it looks at the job first
                     started = time.time()  # what follows is a poll, to be timed as one
                 watcher.job_state_watched = subscription.watching
@@ -438,10 +436,8 @@ class AzureBatchJobTrigger(BaseTrigger):
                     taken_over = await self._after_stall(WatchState.from_json(self._shown), overran)
                     if taken_over is not None:
                         lines.drop()
-                        watcher = self._watcher(taken_over)
-                        self._state = state = watcher.state
-                        self._shown = state.to_json()
-                        checkpoints.offer(self._shown, written=True)
+                        watcher = self._continue_from(taken_over, checkpoints)
+                        state = watcher.state
                         changed = True
                         wake_at = time.time()
                         continue
@@ -480,6 +476,14 @@ class AzureBatchJobTrigger(BaseTrigger):
     def _drop_poll_lines(self) -> None:
         if self._lines is not None:
             self._lines.drop()
+
+    def _continue_from(self, taken_over: WatchState, checkpoints: Checkpoints) -> JobWatcher:
+        """A watcher going on from the other trigger's checkpoint, which counts as shown and written."""
+        watcher = self._watcher(taken_over)
+        self._state = watcher.state
+        self._shown = watcher.state.to_json()
+        checkpoints.offer(self._shown, written=True)
+        return watcher
 
     async def _after_stall(self, shown: WatchState, late: float) -> WatchState | None:
         """After a stall: the checkpoint to go on from if another trigger took the job over meanwhile (it showed

@@ -544,8 +544,8 @@ def test_a_crashed_triggerers_triggers_resume_after_the_health_check_threshold(s
 def test_a_redistribution_repeats_at_most_two_checkpoint_intervals_worth_of_lines(scenario):
     repeats = _repeats(scenario, "freeze", "stop", STREAMED)
     # The new trigger shows again what the frozen one showed after its last checkpoint; the frozen one, back,
-    # shows what its poll in flight at the freeze read, then finds the new one's checkpoint further and stands by
-    # until Airflow cancels it: two checkpoint intervals' worth. Unless the new one had not checkpointed yet when
+    # finds the new one's checkpoint further, drops what its poll in flight at the freeze read and stands by until
+    # Airflow cancels it: two checkpoint intervals' worth. Unless the new one had not checkpointed yet when
     # the frozen one read: then the frozen one shows what it missed while frozen (the stall's worth).
     usual = 2 * (int((CHECKPOINT + POLL) / PAUSE) + 1)
     thaw = scenario.times["thaw"]
