@@ -1,3 +1,3 @@
 """Apache Airflow provider for Azure Batch."""
 
-__version__ = "0.4.0"
+__version__ = "0.5.0"

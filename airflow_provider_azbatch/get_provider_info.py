@@ -15,7 +15,7 @@ def get_provider_info() -> dict[str, Any]:
         "name": "Azure Batch (azbatch)",
         "description": "Run Azure Batch jobs from Airflow with live task output, deferrable waits, "
         "reattach on retry, and pools sized from resource requirements.",
-        "versions": ["0.4.0", "0.3.0", "0.2.0", "0.1.0"],
+        "versions": ["0.5.0", "0.4.0", "0.3.0", "0.2.0", "0.1.0"],
         "integrations": [
             {
                 "integration-name": "Azure Batch (azbatch)",
