@@ -7,15 +7,28 @@ AZURITE := node_modules/.bin/azurite
 SERVICE := local-azure-batch
 # Tests find the venv's tools (airflow, the local Batch service) and Azurite on PATH.
 TEST_PATH := PATH="$(CURDIR)/$(BIN):$(CURDIR)/node_modules/.bin:$$PATH"
+# The newest Airflow line: `make demo`'s and `make py`'s (constraints/airflow-3.3*.txt).
+NEWEST_LINE := 3.3
+# The Pythons the packages declare (tests/test_pythons.py checks): `make demo` runs on any of them.
+PYTHONS := 3.10 3.11 3.12 3.13
+# PYTHON_VERSION=3.12: `make demo`, `make compat` and `make py` on that Python (scripts/find_python.sh finds it).
+PYTHON_VERSION ?=
+# Only the command line's: Docker's python images set PYTHON_VERSION to their own X.Y.Z.
+ifeq ($(origin PYTHON_VERSION),environment)
+PYTHON_VERSION :=
+endif
 
-.PHONY: demo test lint typecheck venv clean bench docs docs-venv compat compat-venv compat-unit compat-examples compat-deployment
-.PHONY: py py-venv py-unit py-examples uv
+.PHONY: demo demo-venv test lint typecheck venv clean bench docs docs-venv compat compat-venv compat-unit compat-examples
+.PHONY: compat-deployment py py-venv py-unit py-examples uv
 
-# Both distributions of this repository, editable: the provider and the local Batch service; and PyTorch for
-# the two-node rendezvous test (tests/workloads/test_torch_rendezvous.py), only in this venv. constraints.txt
-# pins its CPU build, torch==2.13.0+cpu (Python 3.11), so a CUDA build is never chosen: where that wheel is
-# not on the machine, it comes from PyTorch's CPU index (PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu).
+# `make test`'s venv, on python3 (Python 3.11: constraints.txt is resolved for it): both distributions of this
+# repository, editable, with the test, dev and TorchX extras; and PyTorch for the two-node rendezvous tests
+# (tests/workloads/test_torch_rendezvous.py, tests/torchx), only in this venv. constraints.txt pins
+# torch==2.13.0, which PyTorch's CPU build 2.13.0+cpu satisfies too (a local version label): pip takes the CPU
+# build where the machine's pip sees one (a wheel directory, or PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu:
+# about 200 MB), else the package index's build (with CUDA's libraries, about 3.5 GB).
 $(STAMP): pyproject.toml $(SERVICE)/pyproject.toml constraints.txt
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11) and "make test needs Python 3.11, the Python of constraints.txt: make test PYTHON=python3.11 (make demo runs on 3.10-3.13)")'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check --upgrade "pip>=24"
 	$(BIN)/pip install --quiet --disable-pip-version-check -c constraints.txt -e './$(SERVICE)[test]' -e '.[test,dev,torchx]' torch
@@ -27,8 +40,33 @@ $(AZURITE): package.json package-lock.json
 
 venv: $(STAMP)
 
-demo: $(STAMP)
-	$(BIN)/python scripts/demo.py
+# `make demo`'s venv, its own: the provider and the local Batch service, editable, without extras (no test or
+# dev tools, no TorchX, no PyTorch, no docs tools), from the newest line's set for the Python that runs it:
+# $(PYTHON), or PYTHON_VERSION=3.12 (scripts/find_python.sh). One venv per Python: .venv-demo-py3.12.
+# Evaluated only for these targets: finding the Python runs it.
+ifneq ($(filter demo demo-venv,$(MAKECMDGOALS)),)
+DEMO_PYTHON := $(if $(PYTHON_VERSION),$(shell scripts/find_python.sh $(PYTHON_VERSION)),$(PYTHON))
+DEMO_XY := $(if $(DEMO_PYTHON),$(shell $(DEMO_PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])'))
+ifeq ($(filter $(DEMO_XY),$(PYTHONS)),)
+$(error make demo runs on Python $(PYTHONS); $(or $(DEMO_PYTHON),PYTHON) is $(or $(DEMO_XY),not a working Python). Name one: make demo PYTHON=/path/to/python3.12, or make demo PYTHON_VERSION=3.12 (pyenv's build or python3.12 on PATH))
+endif
+DEMO_SET := constraints/airflow-$(NEWEST_LINE)
+DEMO_CONSTRAINTS := $(firstword $(wildcard $(DEMO_SET)-py$(DEMO_XY).txt) $(DEMO_SET).txt)
+DEMO_VENV := .venv-demo-py$(DEMO_XY)
+DEMO_STAMP := $(DEMO_VENV)/.installed
+$(DEMO_STAMP): pyproject.toml $(SERVICE)/pyproject.toml $(DEMO_CONSTRAINTS)
+	@echo "== Installing the demo's venv ($(DEMO_VENV), Python $(DEMO_XY)) from $(DEMO_CONSTRAINTS)"
+	rm -rf $(DEMO_VENV)
+	$(DEMO_PYTHON) -m venv $(DEMO_VENV)
+	$(DEMO_VENV)/bin/pip install --quiet --disable-pip-version-check --upgrade "pip>=24"
+	$(DEMO_VENV)/bin/pip install --quiet --disable-pip-version-check -c $(DEMO_CONSTRAINTS) -e './$(SERVICE)' -e .
+	touch $(DEMO_STAMP)
+endif
+
+demo-venv: $(DEMO_STAMP)
+
+demo: $(DEMO_STAMP)
+	$(DEMO_VENV)/bin/python scripts/demo.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -81,11 +119,6 @@ LINE ?= 3.2
 # PYTHON_VERSION=3.12 (any X.Y) runs a line on that Python instead of $(PYTHON), in .venv-LINE-py3.12, from
 # the line's set for that Python (constraints/airflow-LINE-py3.12.txt) or, where scripts/constraints.py wrote
 # none (the same pins), the line's own. CI runs the newest line so on each other Python (`make py` below).
-PYTHON_VERSION ?=
-# Only the command line's: Docker's python images set PYTHON_VERSION to their own X.Y.Z.
-ifeq ($(origin PYTHON_VERSION),environment)
-PYTHON_VERSION :=
-endif
 COMPAT_SUFFIX := $(if $(PYTHON_VERSION),-py$(PYTHON_VERSION))
 COMPAT_SET := constraints/$(if $(filter lowest-direct,$(LINE)),lowest-direct,airflow-$(LINE))
 COMPAT_CONSTRAINTS := $(firstword $(wildcard $(COMPAT_SET)$(COMPAT_SUFFIX).txt) $(COMPAT_SET).txt)
@@ -145,7 +178,6 @@ compat: compat-unit compat-examples compat-deployment
 
 # Every other supported Python on the newest line (docs/installation.md): `make py PYTHON_VERSION=3.12`
 # (3.10, 3.12, 3.13; 3.11 is $(PYTHON), `make test`'s) runs the unit tests and the hello example there.
-NEWEST_LINE := 3.3
 py-venv py-unit py-examples:
 	@test -n "$(PYTHON_VERSION)" || { echo "make $@ needs PYTHON_VERSION, e.g. PYTHON_VERSION=3.12" >&2; exit 2; }
 	@$(MAKE) --no-print-directory compat-$(@:py-%=%) LINE=$(NEWEST_LINE) EXAMPLES=example_azbatch_hello
