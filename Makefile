@@ -75,9 +75,26 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-test: $(STAMP) $(AZURITE) lint typecheck
-	$(TEST_PATH) $(BIN)/pytest $(SERVICE)/tests
-	$(TEST_PATH) $(BIN)/pytest
+# `make test`'s parts, each timed as it ends and all of them at the end (scripts/timed.sh): lint, types, then each
+# suite in two parts (docs/development.md, "The test suite's parts"). First what may share the machine, in
+# $(TEST_WORKERS) processes (pytest-xdist; each file's tests in one process, which starts its own local Batch service,
+# Azurite and Airflow database): most tests wait on the local Batch service's tasks and nodes, so more processes
+# than cores keep both cores busy. Then the tests marked `serial`, one at a time and alone: real Airflow
+# deployments (tests/airflow_run, the `airflow_run` marker) and tests that bound how long something takes.
+TEST_WORKERS ?= 4
+TIMED := scripts/timed.sh
+PARALLEL := -n $(TEST_WORKERS) --dist loadfile -m "not serial"
+test:
+	@$(TIMED) --begin
+	@$(TIMED) "Install: .venv from constraints.txt" $(MAKE) --no-print-directory venv
+	@$(TIMED) "Install: Azurite (npm ci)" $(MAKE) --no-print-directory $(AZURITE)
+	@$(TIMED) "Lint (ruff)" $(MAKE) --no-print-directory lint
+	@$(TIMED) "Types (mypy)" $(MAKE) --no-print-directory typecheck
+	@$(TIMED) "Local Batch service: parallel part" env $(TEST_PATH) $(BIN)/pytest $(PARALLEL) $(SERVICE)/tests
+	@$(TIMED) "Local Batch service: serial part" env $(TEST_PATH) $(BIN)/pytest -m serial $(SERVICE)/tests
+	@$(TIMED) "Provider: parallel part" env $(TEST_PATH) $(BIN)/pytest $(PARALLEL)
+	@$(TIMED) "Provider: serial part (real deployments, timing)" env $(TEST_PATH) $(BIN)/pytest -m serial
+	@$(TIMED) --end
 
 # The documentation site (docs/, Python 3.11+): built with warnings as errors and nitpicky references, then every
 # internal link and anchor of the built HTML checked, offline. The site is docs/_build/html/index.html.

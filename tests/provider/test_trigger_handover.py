@@ -93,6 +93,7 @@ def test_on_kill_leaves_the_job_when_the_task_state_cannot_be_read(azbatch_defau
     AzureBatchHook().terminate_job(job_id)
 
 
+@pytest.mark.serial
 def test_on_kill_finishes_though_the_triggerer_cancels_it_again(azbatch_default, shared_pool, batch_client):
     # The triggerer cancels a trigger it drops about every second until it is over, on_kill included.
     job_id = _running_job(shared_pool)
@@ -166,6 +167,7 @@ def _stalls_once(monkeypatch, pool: str) -> tuple[str, StallsOnce]:
     return job_id, StallsOnce("azbatch_default", state.to_json(), poll_interval=0.2)
 
 
+@pytest.mark.serial
 def test_a_trigger_back_from_a_stall_stands_by_then_continues_from_a_further_checkpoint(
     azbatch_default, local_batch_service, shared_pool, monkeypatch
 ):
@@ -296,6 +298,7 @@ def _run_with_faults(service, trigger: AzureBatchJobTrigger, faults: str) -> tup
     return event, said, [int(line.split()[-1]) for line in logged + carried]
 
 
+@pytest.mark.serial
 def test_a_poll_that_spans_a_stall_shows_nothing_it_read(
     azbatch_default, local_batch_service, shared_pool, monkeypatch
 ):
