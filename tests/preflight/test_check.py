@@ -13,7 +13,9 @@ from azure.storage.blob import BlobServiceClient
 
 from airflow_provider_azbatch.pools import BatchPool, PoolImage
 from airflow_provider_azbatch.preflight import Status, check
+from local_azure_batch.auth.tls import generate_tls_files
 from local_azure_batch.testing import run_local_batch_service
+from tests.azurite import run_azurite
 from tests.helpers import pool_options
 
 DAGS = Path(__file__).parent / "dags"
@@ -307,6 +309,34 @@ def test_a_missing_storage_account_is_named_with_its_fix(batch, azurite, monkeyp
         "--query primaryEndpoints.blob)"
     )
     assert report.finding("storage.container") is None
+
+
+@pytest.fixture(scope="module")
+def oauth_azurite(tmp_path_factory):
+    """Azurite over https taking Entra ID tokens (from the local service's authority), and its CA file."""
+    tls = generate_tls_files(tmp_path_factory.mktemp("azurite-tls"), "127.0.0.1")
+    with run_azurite(oauth_cert=tls.server_cert, oauth_key=tls.server_key) as service:
+        yield service, tls.ca_cert
+
+
+def test_an_entra_connection_signs_sas_with_a_user_delegation_key(batch, oauth_azurite, tmp_path, monkeypatch):
+    azurite, azurite_ca = oauth_azurite
+    # One CA bundle for the connection: the local Batch service's CA and Azurite's.
+    bundle = tmp_path / "ca.pem"
+    bundle.write_text(Path(batch.ca_file).read_text() + azurite_ca.read_text())
+    connection = _principal(batch, storage_account_url=azurite.url, ca_bundle=str(bundle))
+
+    report = check(_use(monkeypatch, "preflight_entra_storage", connection))
+
+    assert [(f.check, f.status.value) for f in report.findings if f.check.startswith("storage.")] == [
+        ("storage.account", "ok"),
+        ("storage.container", "ok"),
+        ("storage.blob", "ok"),
+        ("storage.sas", "ok"),
+    ]
+    assert report.finding("storage.sas").detail == (
+        "a SAS signed with a user delegation key reads the blob (tasks get such SAS)"
+    )
 
 
 def test_a_wrong_storage_key_is_named_with_its_fix(batch, azurite, monkeypatch):

@@ -10,7 +10,9 @@ from it (``authority=<service url>``, ``disable_instance_discovery=True``). The 
 then accept those tokens. What is checked, in order: the JWT signature (HS256, a secret made at
 start, so only tokens from this process pass), expiry, the tenant, and the audience (one of the
 Batch resources of the public, US government and China clouds; for the management plane, one of the
-Azure Resource Manager resources, or the service's own URL as a custom cloud's ARM audience).
+Azure Resource Manager resources, or the service's own URL as a custom cloud's ARM audience). Tokens for Azure
+Storage are issued too (for a storage emulator such as Azurite with ``--oauth basic``), in the v1 form Entra ID
+gives them (issuer ``https://sts.windows.net/<tenant>/``); this service does not accept them.
 
 Tokens carry the claims of Entra ID's app-only v2 tokens that a client reads to say who it is: ``tid``,
 ``oid`` (the principal's object id), ``azp`` and ``appid`` (its application id), ``idtyp`` ``app``. What a
@@ -47,6 +49,9 @@ MANAGEMENT_AUDIENCES = (
     "https://management.chinacloudapi.cn/",
     "https://management.core.chinacloudapi.cn/",
 )
+# Azure Storage's resource. Entra ID issues its tokens in the v1 format, issuer https://sts.windows.net/<tenant>/,
+# which is what a storage emulator checks (Azurite with --oauth basic: the issuer's prefix and the audience).
+STORAGE_AUDIENCES = ("https://storage.azure.com/",)
 TOKEN_LIFETIME_SECONDS = 3600
 
 
@@ -130,7 +135,7 @@ class TokenAuthority:
             return error
         scope = str(form.get("scope", ""))
         audience = scope.split(" ")[0].removesuffix(".default").rstrip("/") + "/"
-        known = (*BATCH_AUDIENCES, *MANAGEMENT_AUDIENCES, f"{self._base(request)}/")
+        known = (*BATCH_AUDIENCES, *MANAGEMENT_AUDIENCES, *STORAGE_AUDIENCES, f"{self._base(request)}/")
         if audience not in known:
             return _aad_error(
                 400,
@@ -142,7 +147,11 @@ class TokenAuthority:
         token = jwt.encode(
             {
                 "aud": audience,
-                "iss": f"{self._base(request)}/{tenant}/v2.0",
+                "iss": (
+                    f"https://sts.windows.net/{tenant}/"
+                    if audience in STORAGE_AUDIENCES
+                    else f"{self._base(request)}/{tenant}/v2.0"
+                ),
                 "tid": tenant,
                 "oid": principal.object_id,
                 "azp": client_id,
