@@ -10,6 +10,7 @@ the provider does instead; ``tests/lines`` checks each of those statements on th
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import sys
@@ -236,7 +237,9 @@ def redirect_stdout_log_handlers_to_stderr() -> None:
     except ImportError:  # what 3.3 does, for the lines before it
         for handler in logging.getLogger().handlers:
             if isinstance(handler, logging.StreamHandler) and handler.stream is sys.stdout:
-                handler.setStream(sys.stderr)
+                # 3.0's RedirectStdHandler writes to whatever sys.stdout is at the time: its stream is fixed.
+                with contextlib.suppress(AttributeError):
+                    handler.setStream(sys.stderr)
         return
     redirect()
 

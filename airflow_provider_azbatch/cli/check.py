@@ -6,9 +6,12 @@ read); 2 wrong arguments.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sys
 from argparse import Namespace
+from collections.abc import Iterator
 from typing import Any
 
 from airflow_provider_azbatch.cli.command import EXIT_USAGE, fail
@@ -22,14 +25,16 @@ def check_command(args: Namespace) -> None:
     # stdout is the report (text, or JSON for a script): log lines go to stderr.
     redirect_stdout_log_handlers_to_stderr()
     pools = _pools(args)
-    report = check(
-        args.conn_id,
-        dag_file=args.dag_file,
-        dag_ids=args.dag_id or (),
-        pools=pools,
-        require_storage=args.require_storage,
-        management_credential=args.management_credential,
-    )
+    # Parsing a DAG file logs through Airflow's own loggers, some of which print to stdout whatever its handlers.
+    with _stdout_to_stderr():
+        report = check(
+            args.conn_id,
+            dag_file=args.dag_file,
+            dag_ids=args.dag_id or (),
+            pools=pools,
+            require_storage=args.require_storage,
+            management_credential=args.management_credential,
+        )
     if args.output == "json":
         print(json.dumps(report.to_json(), indent=2))
     else:
@@ -38,6 +43,20 @@ def check_command(args: Namespace) -> None:
     code = report.exit_code(strict=args.strict)
     if code:
         raise SystemExit(code)
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    """Whatever is written to file descriptor 1 goes to 2 meanwhile (stdout is the report's alone)."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def _pools(args: Namespace) -> dict[str, Any]:
