@@ -52,7 +52,8 @@ def _stdout_to_stderr() -> Iterator[None]:
     saved = os.dup(1)
     os.dup2(2, 1)
     try:
-        yield
+        with contextlib.redirect_stdout(sys.stderr):  # and writers that look sys.stdout up when they write
+            yield
     finally:
         sys.stdout.flush()
         os.dup2(saved, 1)

@@ -29,6 +29,10 @@ class Unreadable:
     fix: str
 
 
+# The supported images cannot be listed when Batch refused the connection (its own lines say why).
+REFUSED = Unreadable("the Batch account refused the connection (see above)", "fix the lines above first")
+
+
 @dataclass
 class AccountView:
     """What Resource Manager said about the account and its region, or why it could not say."""
@@ -166,9 +170,10 @@ def vm_size_finding(target: PoolTarget, view: AccountView, where: Where) -> Find
     skus = view.skus
     if isinstance(view.account, Unreadable):
         return unknown(check, f"whether {size} is offered in the account's region is unknown", fix=view.account.fix)
-    if isinstance(skus, Unreadable) or skus is None:
-        reason = skus if isinstance(skus, Unreadable) else Unreadable("not read", "")
-        return unknown(check, f"the region's VM sizes could not be listed: {reason.why}", fix=reason.fix)
+    if isinstance(skus, Unreadable):
+        return unknown(check, f"the region's VM sizes could not be listed: {skus.why}", fix=skus.fix)
+    if skus is None:
+        return unknown(check, "the region's VM sizes were not listed", fix="check again")
     sku = skus.get(size.lower())
     location = view.account.location
     listing = f"az batch location list-skus --location {location} --output table"

@@ -20,7 +20,7 @@ from airflow_provider_azbatch import config
 from airflow_provider_azbatch.compat import AirflowNotFoundException
 from airflow_provider_azbatch.hooks.connection import AuthMethod, BatchConnectionSettings, ConnectionConfigError
 from airflow_provider_azbatch.hooks.credentials import build_credential, default_credential
-from airflow_provider_azbatch.hooks.management import ResourceManager
+from airflow_provider_azbatch.hooks.management import BatchAccountInfo, ResourceManager
 from airflow_provider_azbatch.pools.strategy import BatchPool
 from airflow_provider_azbatch.preflight import batch_access, capacity
 from airflow_provider_azbatch.preflight.capacity import AccountView, Unreadable
@@ -85,7 +85,7 @@ def check(
     credential = build_credential(settings)
     try:
         report.identity = _identity(report, settings, credential, account_name)
-        images: list[Any] | Unreadable = Unreadable("the data plane refused the connection", "see above")
+        images: list[Any] | Unreadable = capacity.REFUSED
         if report.identity is not None:
             images = _batch(report, settings, credential, where, targets, name)
         storage_users = targets.storage_users if (dag_file is not None or targets.pools) else None
@@ -230,13 +230,13 @@ def _batch(
 
     hook = AzureBatchHook(report.conn_id)
     hook.__dict__["settings"] = settings
-    images: list[Any] | Unreadable = Unreadable("not listed", "")
+    images: list[Any] | Unreadable = capacity.REFUSED
     with hook.new_client(credential, retry_total=1) as client:
         listed = batch_access.list_jobs(client, settings, where, report.identity)
         for finding in listed:
             report.add(finding)
         if not any(finding.check == batch_access.LIST_JOBS and finding.status is Status.OK for finding in listed):
-            return Unreadable("the Batch account refused the connection (see above)", "fix the lines above first")
+            return capacity.REFUSED
         for finding in batch_access.create_and_delete_job(client, where, report.identity, name):
             report.add(finding)
         for target in targets.pools:
@@ -322,12 +322,11 @@ def _account_view(
                 f"{where.account_name} --resource-group <its group> --query id",
             )
         )
-    view = AccountView(Unreadable("not read", ""))
     try:
         with ResourceManager(
             cloud.resource_manager_url, credential, cloud.resource_manager_scope, ca_bundle=settings.ca_bundle
         ) as manager:
-            _read_account(view, manager, settings, where, identity)
+            view = AccountView(_read_account(manager, settings, where, identity))
             account = view.account
             if not isinstance(account, Unreadable):
                 where.learn(account)
@@ -347,26 +346,19 @@ def _account_view(
 
 
 def _read_account(
-    view: AccountView,
-    manager: ResourceManager,
-    settings: BatchConnectionSettings,
-    where: Where,
-    identity: Identity | None,
-) -> None:
+    manager: ResourceManager, settings: BatchConnectionSettings, where: Where, identity: Identity | None
+) -> BatchAccountInfo | Unreadable:
     subscription = settings.subscription_id or ""
     try:
         if settings.resource_group:
-            view.account = manager.batch_account(subscription, settings.resource_group, where.account_name)
-            return
+            return manager.batch_account(subscription, settings.resource_group, where.account_name)
         found = manager.find_batch_account(subscription, settings.account_url)
     except Exception as exc:
-        view.account = capacity.arm_problem(exc, "the Batch account", identity, where, where.account_scope)
-        return
+        return capacity.arm_problem(exc, "the Batch account", identity, where, where.account_scope)
     if found is None:
-        view.account = Unreadable(
+        return Unreadable(
             f"subscription {subscription} has no Batch account at {settings.account_url} that the identity may read",
             f"set resource_group on the connection, and assign the identity {READER_ROLE} on the account: "
             f"{assign_role(READER_ROLE, identity, where.account_scope)}",
         )
-    else:
-        view.account = found
+    return found

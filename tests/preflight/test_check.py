@@ -4,6 +4,8 @@ a ready connection passes every line, and each thing a run would trip on is name
 from __future__ import annotations
 
 import json
+import os
+import re
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,7 @@ from tests.azurite import run_azurite
 from tests.helpers import pool_options
 
 DAGS = Path(__file__).parent / "dags"
+DOCUMENTED_REPORT = Path(__file__).resolve().parents[2] / "docs" / "examples" / "check_report.txt"
 SCORING = DAGS / "scoring.py"
 WRONG_KEY = "d3Jvbmcta2V5LW9mLWFub3RoZXItYWNjb3VudA=="
 DATA_ONLY_ID, DATA_ONLY_SECRET = "00000000-0000-0000-0000-00000000c122", "data-only-secret"
@@ -399,6 +402,41 @@ def test_a_dag_file_that_does_not_import_fails_the_check(batch, tmp_path, monkey
     assert dag_file.status is Status.FAILED
     assert dag_file.detail == f"{broken} does not import: RuntimeError: no DAG today"
     assert dag_file.fix == f"fix the DAG file (python {broken} shows the whole error), then check again"
+
+
+def test_the_documented_report_is_what_the_command_prints(batch, azurite, monkeypatch, capsys):
+    """docs/howto/check.md shows this run's output (addresses and the throw-away names as the page writes them)."""
+    from airflow_provider_azbatch.preflight.__main__ import main
+
+    _use(monkeypatch, "azbatch_prod", _principal(batch, azurite, resource_group=batch.resource_group))
+    capsys.readouterr()
+    gpus = '{"gpus": 4, "gpu_kind": "A100"}'
+    code = main(["--conn-id", "azbatch_prod", "--dag-file", str(SCORING), "--requirements", gpus, "--max-nodes", "2"])
+    text = capsys.readouterr().out
+    text = text.replace(batch.url, "https://127.0.0.1:8443").replace(
+        azurite.url, "http://127.0.0.1:10000/devstoreaccount1"
+    )
+    text = text.replace(str(SCORING), "dags/scoring.py")
+    text = re.sub(r"azbatch-check-[0-9a-f]{8}", "azbatch-check-5f0c2a91", text)
+
+    assert code == 1
+    if os.environ.get("AZBATCH_UPDATE_DOCS"):
+        DOCUMENTED_REPORT.write_text(text, encoding="utf-8")
+    assert text == DOCUMENTED_REPORT.read_text(encoding="utf-8"), (
+        f"{DOCUMENTED_REPORT} is not what the check prints: run this test with AZBATCH_UPDATE_DOCS=1"
+    )
+
+
+def test_the_documented_python_call(batch, azurite, monkeypatch, capsys):
+    from docs.examples.preflight import ready
+
+    _use(monkeypatch, "azbatch_prod", _principal(batch))  # no storage account: the DAG's @task.azure_batch needs one
+
+    assert ready("azbatch_prod", str(SCORING)) is False
+    # Airflow's own log lines (parsing the DAG file) may go to stdout too.
+    lines = [line for line in capsys.readouterr().out.splitlines() if not re.match(r"\d{4}-\d\d-\d\dT", line)]
+    assert lines[0].startswith("failed: storage.account: the connection has no storage account, and ")
+    assert lines[1].startswith("    fix: set storage_account_url")
 
 
 def test_an_undefined_connection_is_the_only_finding(monkeypatch):
