@@ -1,4 +1,4 @@
-"""A preflight of an ``azbatch`` connection against its Batch account, before the first DAG run.
+"""A preflight of an ``azbatch`` connection against its Batch account, before the first DAG run::
 
     from airflow_provider_azbatch.preflight import check
 

@@ -88,7 +88,8 @@ def check(
         images: list[Any] | Unreadable = capacity.REFUSED
         if report.identity is not None:
             images = _batch(report, settings, credential, where, targets, name)
-        storage_users = targets.storage_users if (dag_file is not None or targets.pools) else None
+        # Which tasks need storage is known from a DAG file only (pools given alone say nothing of their tasks).
+        storage_users = targets.storage_users if dag_file is not None else None
         if require_storage and not storage_users:
             storage_users = ["the checked runs (--require-storage)"]
         for finding in check_storage(settings, report.identity, name, storage_users):

@@ -219,6 +219,21 @@ def test_a_wrong_key_is_named_with_its_fix(batch, azurite, monkeypatch):
     _no_secret_in(report, WRONG_KEY, azurite.key)
 
 
+def test_a_wrong_client_secret_is_named_with_its_fix(batch, azurite, monkeypatch):
+    conn_id = _use(monkeypatch, "preflight_secret", _principal(batch, azurite, secret="not-the-secret"))
+
+    report = check(conn_id)
+
+    auth = report.finding("authentication")
+    assert auth.status is Status.FAILED
+    assert auth.detail.startswith("the service_principal credential gets no token for Batch: ")
+    assert "AADSTS7000215: Invalid client secret provided" in auth.detail
+    assert auth.fix.startswith("check tenant_id, client_id and client_secret (or the certificate)")
+    assert report.identity is None
+    assert report.finding("batch.list_jobs") is None
+    _no_secret_in(report, "not-the-secret", azurite.key)
+
+
 def test_a_credential_without_rights_on_the_account_is_named_with_the_role_to_assign(batch, azurite, monkeypatch):
     no_role = _principal(
         batch,
