@@ -82,7 +82,17 @@ def check(
     )
     targets = _targets(report, dag_file, dag_ids, pools)
     name = f"azbatch-check-{secrets.token_hex(4)}"
-    credential = build_credential(settings)
+    try:
+        credential = build_credential(settings)
+    except (ValueError, OSError) as exc:  # a certificate that cannot be read, for one
+        report.add(
+            failed(
+                batch_access.AUTHENTICATION,
+                f"the {settings.auth_method.value} credential cannot be made: {exc}",
+                fix=settings.credentials_hint(),
+            )
+        )
+        return report
     try:
         report.identity = _identity(report, settings, credential, account_name)
         images: list[Any] | Unreadable = capacity.REFUSED

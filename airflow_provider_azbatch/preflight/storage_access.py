@@ -79,12 +79,16 @@ def _blob_and_sas(storage: BlobStorage, service: Any, identity: Identity | None,
         read = blob.download_blob().readall()
     except HttpResponseError as exc:
         return [_role_missing(BLOB, storage, identity, "write and read a blob", exc)]
+    except (ServiceRequestError, ServiceResponseError) as exc:
+        return [failed(BLOB, f"writing and reading a blob failed: {root_cause(exc)}", fix=_service_fix())]
     if read != data:
         return [failed(BLOB, f"a blob written to {name} read back different", fix=_service_fix())]
     findings = [ok(BLOB, f"blob {name}/{BLOB_NAME} written and read back")]
     findings.append(_sas(storage, identity, name, data))
     try:
         blob.delete_blob()
+    except (ServiceRequestError, ServiceResponseError) as exc:
+        findings.append(failed(BLOB, f"deleting the blob failed: {root_cause(exc)}", fix=_service_fix()))
     except HttpResponseError as exc:
         findings.append(_role_missing(BLOB, storage, identity, "delete a blob", exc))
     return findings
@@ -95,6 +99,8 @@ def _sas(storage: BlobStorage, identity: Identity | None, container: str, data: 
     signed_with = "the account key" if keyed else "a user delegation key"
     try:
         url = storage.blob_read_url(container, BLOB_NAME, SAS_LIFETIME)
+    except (ServiceRequestError, ServiceResponseError) as exc:
+        return failed(SAS, f"asking for a user delegation key failed: {root_cause(exc)}", fix=_service_fix())
     except HttpResponseError as exc:  # only a user delegation key is asked of the service
         return failed(
             SAS,
@@ -106,6 +112,8 @@ def _sas(storage: BlobStorage, identity: Identity | None, container: str, data: 
     try:
         with storage.blob_client_from_url(url) as by_sas:
             read = by_sas.download_blob().readall()
+    except (ServiceRequestError, ServiceResponseError) as exc:
+        return failed(SAS, f"reading the blob through a SAS failed: {root_cause(exc)}", fix=_service_fix())
     except HttpResponseError as exc:
         if keyed:
             return failed(
