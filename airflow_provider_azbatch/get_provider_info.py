@@ -132,8 +132,9 @@ CONN_FIELDS: dict[str, Any] = {
     ),
     "cloud": _field(
         "Azure cloud",
-        "public (the default), us_government or china: picks the token scope, authority and portal. custom: set "
-        "authority_host and token_scope below.",
+        "public (the default), us_government or china: picks the token scope, authority, portal and Resource "
+        "Manager. custom: set authority_host and token_scope below (and resource_manager_url for the preflight "
+        "check's quota reads).",
         enum=["public", "us_government", "china", "custom"],
     ),
     "authority_host": _field(
@@ -142,6 +143,11 @@ CONN_FIELDS: dict[str, Any] = {
     ),
     "token_scope": _field(
         "Token scope", "Override of the Batch token scope, e.g. https://batch.core.windows.net//.default."
+    ),
+    "resource_manager_url": _field(
+        "Resource Manager URL",
+        "Override of the Azure Resource Manager endpoint the preflight check reads the account's quotas and the "
+        "region's VM sizes from (default: the cloud's, e.g. https://management.azure.com; a custom cloud needs it).",
     ),
     "ca_bundle": _field(
         "CA bundle path",
@@ -159,8 +165,16 @@ CONN_FIELDS: dict[str, Any] = {
         "tokens with a user delegation key).",
         secret=True,
     ),
-    "subscription_id": _field("Subscription ID", "For links to the Azure portal (optional)."),
-    "resource_group": _field("Resource group", "For links to the Azure portal (optional)."),
+    "subscription_id": _field(
+        "Subscription ID",
+        "The Batch account's subscription: for links to the Azure portal, and for the preflight check's reads of "
+        "the account's quotas (optional).",
+    ),
+    "resource_group": _field(
+        "Resource group",
+        "The Batch account's resource group: for links to the Azure portal (optional; the preflight check finds it "
+        "from the subscription).",
+    ),
 }
 
 CONFIG_OPTIONS: dict[str, Any] = {

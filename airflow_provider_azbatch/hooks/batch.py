@@ -125,10 +125,12 @@ class AzureBatchHook(BaseHook):
     def client(self) -> BatchClient:
         return self.new_client()
 
-    def new_client(self, **overrides: Any) -> BatchClient:
-        """A client with its own connection pool (``client`` is the hook's shared one)."""
+    def new_client(self, credential: Any = None, **overrides: Any) -> BatchClient:
+        """A client with its own connection pool (``client`` is the hook's shared one), with ``credential`` if given
+        (one built from the connection, shared by several clients) or a new one."""
         settings = self.settings
-        return BatchClient(settings.account_url, build_credential(settings), **client_kwargs(settings), **overrides)
+        credential = credential if credential is not None else build_credential(settings)
+        return BatchClient(settings.account_url, credential, **client_kwargs(settings), **overrides)
 
     @property
     def account_name(self) -> str:

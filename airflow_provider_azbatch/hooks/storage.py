@@ -20,6 +20,7 @@ from urllib.parse import quote, urlsplit
 from azure.core.credentials import AzureNamedKeyCredential
 from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
 from azure.storage.blob import (
+    BlobClient,
     BlobSasPermissions,
     BlobServiceClient,
     ContainerSasPermissions,
@@ -113,6 +114,10 @@ class BlobStorage:
             close = getattr(credential, "close", None)
             if close is not None:
                 await close()
+
+    def blob_client_from_url(self, url: str) -> BlobClient:
+        """A client of one blob through its URL alone (a SAS URL: no other credential)."""
+        return BlobClient.from_blob_url(url, **self._client_kwargs())
 
     def container_url(self, container: str) -> str:
         return f"{self.account_url}/{quote(container)}"

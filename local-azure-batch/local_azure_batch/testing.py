@@ -33,6 +33,10 @@ from .account import (
     DEV_ACCOUNT_NAME,
     DEV_CLIENT_ID,
     DEV_CLIENT_SECRET,
+    DEV_LOCATION,
+    DEV_NO_ROLE_CLIENT_ID,
+    DEV_NO_ROLE_CLIENT_SECRET,
+    DEV_RESOURCE_GROUP,
     DEV_SUBSCRIPTION_ID,
     DEV_TENANT_ID,
 )
@@ -53,6 +57,12 @@ class LocalBatchService:
     subscription_id: str = DEV_SUBSCRIPTION_ID
     client_id: str = DEV_CLIENT_ID
     client_secret: str = DEV_CLIENT_SECRET
+    # A principal of the tenant without any role (its tokens are valid; Batch and ARM refuse them).
+    no_role_client_id: str = DEV_NO_ROLE_CLIENT_ID
+    no_role_client_secret: str = DEV_NO_ROLE_CLIENT_SECRET
+    # Where the management plane (--tls) says the account is (the defaults; --resource-group, --location).
+    resource_group: str = DEV_RESOURCE_GROUP
+    location: str = DEV_LOCATION
     output: deque[str] = field(default_factory=lambda: deque(maxlen=2000))
 
     # -- administration endpoints -------------------------------------------------------------------

@@ -23,8 +23,8 @@ def test_provider_info_names_the_command_definitions():
     assert get_provider_info()["cli"] == ["airflow_provider_azbatch.cli.definition.get_azbatch_cli_commands"]
     (group,) = get_azbatch_cli_commands()
     assert group.name == "azbatch"
-    assert [command.name for command in group.subcommands] == ["jobs", "logs", "pools"]
-    jobs, _, pools = group.subcommands
+    assert [command.name for command in group.subcommands] == ["check", "jobs", "logs", "pools"]
+    _, jobs, _, pools = group.subcommands
     assert [command.name for command in jobs.subcommands] == ["list", "describe", "cancel"]
     assert [command.name for command in pools.subcommands] == ["list", "describe", "delete"]
 
@@ -53,7 +53,7 @@ def test_airflow_azbatch_help_lists_the_groups(airflow_cli):
     assert result.code == 0, result.err
     assert "Usage: airflow azbatch [-h] COMMAND ..." in result.out
     listed = [line.split()[0] for line in result.lines if line.startswith("    ")]
-    assert listed == ["jobs", "logs", "pools"]
+    assert listed == ["check", "jobs", "logs", "pools"]
     assert "    jobs      Batch jobs: list, describe, cancel" in result.lines
     assert "    pools     Batch pools: list, describe, delete" in result.lines
 

@@ -77,6 +77,16 @@ def _parses_as_airflow_azbatch(command: str) -> None:
     get_parser().parse_args(argv[2:])  # exits (a test failure) on an unknown flag or command
 
 
+def _parses_as_the_preflight_module(command: str) -> None:
+    """``python -m airflow_provider_azbatch.preflight ...``, parsed by its parser (tests/lines runs it on each line)."""
+    from airflow_provider_azbatch.preflight.__main__ import build_parser
+
+    argv = shlex.split(command)
+    assert argv[:3] == ["python", "-m", "airflow_provider_azbatch.preflight"]
+    build_parser().parse_args(argv[3:])
+    _is_a_test("tests/lines/test_features_by_line.py::test_the_preflight_check_runs_on_every_line")
+
+
 # Each shell command a page shows, and how a test or CI runs it.
 COMMANDS = {
     "make demo": lambda: _run_by_ci("demo", "scripts/demo.py"),  # .ci/run: make compat-examples, every line
@@ -185,6 +195,9 @@ def test_every_code_block_is_included_or_a_command_a_test_runs():
 def test_each_documented_command_is_run_or_checked_by_a_test(where, command):
     if command.startswith("airflow azbatch "):
         _parses_as_airflow_azbatch(command)
+        return
+    if command.startswith("python -m airflow_provider_azbatch.preflight "):
+        _parses_as_the_preflight_module(command)
         return
     assert command in COMMANDS, f"{where}: {command!r} is run by no test: add it to COMMANDS with how it is run"
     COMMANDS[command]()

@@ -223,6 +223,7 @@ def test_every_connection_field_is_read():
         "cloud": "us_government",
         "authority_host": "https://login.gov.example",
         "token_scope": "https://batch.gov.example//.default",
+        "resource_manager_url": "https://management.gov.example",
         "ca_bundle": "/ca.pem",
         "subscription_id": "sub",
         "resource_group": "rg",
@@ -240,6 +241,8 @@ def test_every_connection_field_is_read():
             assert settings.authority_host == value
         elif name == "token_scope":
             assert settings.token_scope == value
+        elif name == "resource_manager_url":
+            assert settings.cloud.resource_manager_url == value
         elif name == "auth_method":
             assert settings.auth_method is AuthMethod.SERVICE_PRINCIPAL
         else:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from local_azure_batch.account import DEV_LOCATION
 from local_azure_batch.runner.process import ProcessRunner
 from local_azure_batch.runner.transfers import BlobTransfers, TransferAgent
 
@@ -57,6 +58,9 @@ class ServiceSettings:
     mount_sources: dict[str, str] = field(default_factory=dict)
     # VM sizes accepted besides the shipped list (data/vm_sizes.json), lower case: sizes newer than the list.
     extra_vm_sizes: frozenset[str] = frozenset()
+    # The region the account is in, and the sizes (lower case) it does not offer: pools of those are refused.
+    location: str = DEV_LOCATION
+    unavailable_vm_sizes: frozenset[str] = frozenset()
     # Where the account's state is saved and loaded from (model/persistence.py); None: kept in memory only.
     state_dir: Path | None = None
     # How often a changed state is saved while the service runs (it is saved on stop too).

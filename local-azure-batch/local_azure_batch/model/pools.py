@@ -76,6 +76,8 @@ def normalize_pool(
     require_id: bool = True,
     subscription_id: str | None = None,
     extra_vm_sizes: Collection[str] = (),
+    unavailable_vm_sizes: Collection[str] = (),
+    region: str = "",
 ) -> dict[str, Any]:
     """Validate a pool (or auto-pool) specification and fill in the service's defaults."""
     if not isinstance(body, dict):
@@ -84,7 +86,7 @@ def normalize_pool(
     if require_id:
         v.check_id(v.require(spec, "id"))
     vm_size = v.require(spec, "vmSize", f"{path}vmSize")
-    check_vm_size(str(vm_size), extra_vm_sizes)
+    check_vm_size(str(vm_size), extra_vm_sizes, unavailable_vm_sizes, region)
     spec["vmSize"] = str(vm_size).lower()
     vm_config = v.require(spec, "virtualMachineConfiguration", f"{path}virtualMachineConfiguration")
     image = v.require(vm_config, "imageReference", f"{path}virtualMachineConfiguration.imageReference")

@@ -27,8 +27,8 @@ this service's (documented guess). ``UnsupportedQueryParameter`` ("One of the qu
 the request URI is not supported.") is the code of the same table; its ``QueryParameterName`` value is a
 guess too.
 
-Not checked: the filters of operations this service does not serve (supported images, certificates, job
-schedules, pool usage metrics); what a ``not``, a ``null`` or a comparison of two properties would do on
+Not checked: the filters of operations this service does not serve (certificates, job schedules, pool
+usage metrics); what a ``not``, a ``null`` or a comparison of two properties would do on
 the service is not documented, so they are refused (documented guess: the grammar the docs give is
 "property name, operator, and value").
 """
@@ -208,6 +208,10 @@ OPTIONS: dict[str, QueryOptions] = {
     "Nodes_ListNodes": QueryOptions("List Nodes", NODE_FILTER, NODE_PROPERTIES),
     "Nodes_GetNode": QueryOptions("Get Node", None, NODE_PROPERTIES),
     "Pools_ListPoolNodeCounts": QueryOptions("List Pool Node Counts", NODE_COUNTS_FILTER),
+    # A documented guess: the images' verification type, the filter a client asks for verified images with.
+    "Pools_ListSupportedImages": QueryOptions(
+        "List Supported Images", {"verificationType": _enum("verified", "unverified")}
+    ),
     "Tasks_ListTaskFiles": QueryOptions("List Task Files", FILES_FILTER),
     "Nodes_ListNodeFiles": QueryOptions("List Node Files", FILES_FILTER),
     "Jobs_ListJobPreparationAndReleaseTaskStatus": QueryOptions(
