@@ -121,8 +121,26 @@ def _checked_against_the_az_table(where: str, command: str) -> None:
         assert not unchecked, f"{where}: {invocation.name} {sorted(unchecked)} were never checked against the CLI"
 
 
+def _system_tests(target: str) -> None:
+    """``pytest tests/system`` runs the system-test DAGs (make test runs tests/), each for ``target``."""
+    from tests.system import conftest as system
+
+    assert sorted((ROOT / "tests" / "system").glob("example_*.py")), "tests/system holds no system-test DAG"
+    assert target in system.TARGETS
+    _run_by_ci("test", "pytest")
+
+
 # Each shell command a page shows, and how a test or CI runs it.
 COMMANDS = {
+    # The system tests (docs/howto/system-tests.md): against the local service in CI, a real account by choice.
+    ".venv/bin/pytest tests/system": lambda: _system_tests("local"),
+    'export AZBATCH_SYSTEM_TEST_CONN="$(cat azbatch-default.json)"': lambda: [
+        _system_tests("azure"),
+        _is_a_test(
+            "tests/system/test_teardown_always_runs.py::test_the_account_the_variable_names_is_the_one_the_dags_run_on"
+        ),
+    ],
+    ".venv/bin/pytest tests/system -k azure": lambda: _system_tests("azure"),
     "make demo": lambda: _run_by_ci("demo", "scripts/demo.py"),  # .ci/run: make compat-examples, every line
     "make test": lambda: _run_by_ci("test", "pytest"),
     # The local Batch service, installed by `make venv` from the checkout; `make test` runs its suite.

@@ -13,12 +13,12 @@ import os
 import pytest
 
 CONN_VARIABLE = "AZBATCH_SYSTEM_TEST_CONN"
+TARGETS = ("local", "azure")
 
 
-@pytest.fixture(params=["local", "azure"])
-def system_target(request, monkeypatch, airflow_db):  # type: ignore[no-untyped-def]
-    """``azbatch_default`` pointing at the target account for one run of a system-test DAG."""
-    if request.param == "azure":
+def use_target(target: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Point ``azbatch_default`` at the target's account: the local service, or the one the variable names."""
+    if target == "azure":
         connection = os.environ.get(CONN_VARIABLE)
         if not connection:
             pytest.skip(
@@ -28,7 +28,7 @@ def system_target(request, monkeypatch, airflow_db):  # type: ignore[no-untyped-
         monkeypatch.setenv("AIRFLOW_CONN_AZBATCH_DEFAULT", connection)
         # The production default: the session's 2 s is for the local service's instant pools.
         monkeypatch.setenv("AIRFLOW__AZBATCH__POOL_CHECK_INTERVAL", "30")
-        return "azure"
+        return
     from tests.airflow_helpers import azbatch_connection_json
 
     service, azurite = request.getfixturevalue("local_batch_service"), request.getfixturevalue("azurite")
@@ -36,4 +36,10 @@ def system_target(request, monkeypatch, airflow_db):  # type: ignore[no-untyped-
         "AIRFLOW_CONN_AZBATCH_DEFAULT",
         azbatch_connection_json(service, storage_account_url=azurite.url, storage_account_key=azurite.key),
     )
-    return "local"
+
+
+@pytest.fixture(params=TARGETS)
+def system_target(request, monkeypatch, airflow_db):  # type: ignore[no-untyped-def]
+    """``azbatch_default`` pointing at the target account for one run of a system-test DAG."""
+    use_target(request.param, request, monkeypatch)
+    return request.param

@@ -15,7 +15,7 @@ DAG_ID = "example_azbatch_system_decorator"
 POOL_ID = resource_name("function")
 
 with DAG(dag_id=DAG_ID, schedule=None, start_date=datetime(2026, 1, 1), catchup=False, tags=["system-test"]) as dag:
-    # [START system_decorator_function]
+
     @task.azure_batch(
         batch_pool=BatchPool.shared(POOL_ID, requirements={"cpus": 1}, max_nodes=1, autoscale=False),
         poll_interval=2,
@@ -26,8 +26,6 @@ with DAG(dag_id=DAG_ID, schedule=None, start_date=datetime(2026, 1, 1), catchup=
 
         print(f"averaging {len(values)} values on {os.environ['AZ_BATCH_NODE_ID']}")
         return {"mean": statistics.fmean(values), "node": os.environ["AZ_BATCH_NODE_ID"]}
-
-    # [END system_decorator_function]
 
     @task
     def check_result(result: dict) -> None:

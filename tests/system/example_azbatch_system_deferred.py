@@ -16,7 +16,6 @@ POOL_ID = resource_name("deferred")
 STEPS = 20
 
 with DAG(dag_id=DAG_ID, schedule=None, start_date=datetime(2026, 1, 1), catchup=False, tags=["system-test"]) as dag:
-    # [START system_deferred_job]
     train = AzureBatchJobOperator(
         task_id="train",
         batch_pool=BatchPool.shared(POOL_ID, requirements={"cpus": 1}, max_nodes=1, autoscale=False),
@@ -29,7 +28,6 @@ with DAG(dag_id=DAG_ID, schedule=None, start_date=datetime(2026, 1, 1), catchup=
         deferrable=True,
         poll_interval=1,
     )
-    # [END system_deferred_job]
     train >> delete_run_resources([POOL_ID])
     list(dag.tasks) >> watcher()
 

@@ -15,7 +15,6 @@ DAG_ID = "example_azbatch_system_multi_node"
 POOL_ID = resource_name("two-nodes")
 
 with DAG(dag_id=DAG_ID, schedule=None, start_date=datetime(2026, 1, 1), catchup=False, tags=["system-test"]) as dag:
-    # [START system_multi_node_job]
     launch = AzureBatchJobOperator(
         task_id="launch",
         # A pool created for a multi-node task gets inter-node communication and one task slot per node.
@@ -26,7 +25,6 @@ with DAG(dag_id=DAG_ID, schedule=None, start_date=datetime(2026, 1, 1), catchup=
         'primary=$AZ_BATCH_IS_CURRENT_NODE_MASTER"',
         poll_interval=2,
     )
-    # [END system_multi_node_job]
     launch >> delete_run_resources([POOL_ID])
     list(dag.tasks) >> watcher()
 

@@ -3,6 +3,7 @@ succeeding teardown alone would have left green)."""
 
 from __future__ import annotations
 
+import os
 from datetime import datetime
 
 from airflow.sdk import DAG
@@ -35,3 +36,18 @@ def test_a_failed_job_is_torn_down_and_fails_the_run(airflow_db, azbatch_default
     hook = AzureBatchHook()
     assert gone(hook.get_job(job_id, select=["state"]))
     assert gone(hook.get_pool(pool_id, select=["state"]))
+
+
+def test_the_account_the_variable_names_is_the_one_the_dags_run_on(
+    airflow_db, local_batch_service, request, monkeypatch
+):
+    """The real-account case reads its connection from AZBATCH_SYSTEM_TEST_CONN alone: here the local service stands
+    in for the account (with no storage account, which the hello DAG does not need)."""
+    from tests.airflow_helpers import azbatch_connection_json
+    from tests.system import conftest, example_azbatch_system_hello
+
+    connection = azbatch_connection_json(local_batch_service)
+    monkeypatch.setenv(conftest.CONN_VARIABLE, connection)
+    conftest.use_target("azure", request, monkeypatch)
+    assert os.environ["AIRFLOW_CONN_AZBATCH_DEFAULT"] == connection
+    example_azbatch_system_hello.test_run("azure")
