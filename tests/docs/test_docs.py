@@ -20,6 +20,7 @@ from types import ModuleType
 
 import pytest
 
+from tests.devenv import test_training_tutorial as training_tutorial
 from tests.devenv.test_howto_commands import RUN_BY_TESTS
 from tests.torchx import commands as torchx_commands
 
@@ -132,6 +133,10 @@ def _system_tests(target: str) -> None:
 
 # Each shell command a page shows, and how a test or CI runs it.
 COMMANDS = {
+    # The GPU tutorial's offline run: tests/devenv/test_training_tutorial.py runs it as written.
+    training_tutorial.TRAINING_OFFLINE: lambda: _is_a_test(
+        "tests/devenv/test_training_tutorial.py::test_the_training_pipeline_runs_green_offline_as_the_tutorial_says"
+    ),
     # The system tests (docs/howto/system-tests.md): against the local service in CI, a real account by choice.
     ".venv/bin/pytest tests/system": lambda: _system_tests("local"),
     'export AZBATCH_SYSTEM_TEST_CONN="$(cat azbatch-default.json)"': lambda: [
