@@ -129,10 +129,12 @@ def vm_catalog_markdown() -> list[str]:
             gpus = f"{size['gpus']} x {size['gpu_kind']}"
             if size.get("gpu_memory_gib"):
                 gpus += f" ({size['gpu_memory_gib']} GiB)"
+        # explicit_only sizes need set-up the default images lack: chosen when the requirements name their GPU kind.
+        chosen = f"only for gpu_kind `{size['gpu_kind']}`" if size.get("explicit_only") else "yes"
         out.append(
             f"| `{size['name']}` | {size['family']} | {size['vcpus']} | {size['memory_gib']} | {gpus} | "
             f"{size.get('max_data_disks', '-')} | {'yes' if size['low_priority_capable'] else 'no'} | "
-            f"{size['hourly_usd']} | {'no: only by `vm_size=`' if size.get('explicit_only') else 'yes'} |"
+            f"{size['hourly_usd']} | {chosen} |"
         )
     out += ["", "## Sources", ""]
     out += [f"- <{url}>" for url in header["source"]]

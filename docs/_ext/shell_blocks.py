@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 DOCS = Path(__file__).resolve().parents[1]
-FENCE = re.compile(r"^(?P<fence>`{3,}|~{3,})(?P<info>[^\n`]*)$")
+FENCE = re.compile(r"^[ \t]*(?P<fence>`{3,}|~{3,})(?P<info>[^\n`]*)$")
 SHELL_INFOS = ("shell", "console", "bash", "sh")
 
 
