@@ -62,3 +62,18 @@ def test_the_page_states_the_size_price_and_quota_of_each_variant(variant, size,
 def test_the_catalog_the_prices_come_from_is_the_one_the_page_names():
     catalog = load_catalog()
     assert f"as of {catalog.retrieved}" in _page()
+
+
+def test_the_pages_name_the_size_one_vcpu_picks_and_its_vcpus():
+    """`{"cpus": 1}` (the hello example's and the system tests' pools) picks a 2-vCPU size: the catalog has none
+    with one, and the pages say so rather than "a 1-vCPU size"."""
+    from airflow_provider_azbatch.compute.requirements import ResourceRequirements
+
+    chosen = select_vm_size(ResourceRequirements(cpus=1))
+    assert (chosen.name, chosen.vcpus) == ("standard_f2s_v2", 2)
+    assert min(size.vcpus for size in load_catalog().sizes) == 2
+    for page in ("tutorials/first-job.md", "howto/azure-setup.md", "howto/system-tests.md"):
+        text = " ".join((ROOT / "docs" / page).read_text(encoding="utf-8").split())
+        assert "`standard_f2s_v2`" in text, page
+        assert "2 vCPUs" in text, page
+        assert f"${chosen.hourly_usd:.2f} an hour" in text or page == "tutorials/first-job.md", page
