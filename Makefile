@@ -94,9 +94,10 @@ COMPAT_BIN := $(COMPAT_VENV)/bin
 COMPAT_STAMP := $(COMPAT_VENV)/.installed
 COMPAT_TEST_PATH := PATH="$(CURDIR)/$(COMPAT_BIN):$(CURDIR)/node_modules/.bin:$$PATH"
 # Pure logic, what differs between lines (one process each), a retry reattaching without 3.3's task state
-# store, and what ends a wait when tasks fail (a skipped task, blocked dependents) with each line's exceptions.
+# store, a cancelled trigger telling a kill from a restart, and what ends a wait when tasks fail (a skipped task,
+# blocked dependents) with each line's exceptions.
 WHEN_TASKS_FAIL := tests/provider/test_when_tasks_fail.py
-COMPAT_UNIT_TESTS ?= tests/unit tests/compute tests/lines \
+COMPAT_UNIT_TESTS ?= tests/unit tests/compute tests/lines tests/provider/test_trigger_kill.py \
 	tests/provider/test_reattach_and_sensor.py::test_a_later_try_reattaches_to_the_running_job \
 	"$(WHEN_TASKS_FAIL)::test_a_task_waiting_on_a_failed_task_ends_the_wait_naming_both[sync]" \
 	"$(WHEN_TASKS_FAIL)::test_skip_on_exit_code_skips_the_airflow_task_and_a_mixed_failure_still_fails[sync]"
