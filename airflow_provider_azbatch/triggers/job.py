@@ -116,6 +116,8 @@ KILL_CHECK_SECONDS = 20.0
 
 
 _look_budgets: dict[int, TokenBucket] = {}
+# Event loops (triggerer processes) whose triggers have asked about a task instance once (see _warm_up_task_questions).
+_warmed_up: set[int] = set()
 # Checks whether a cancelled trigger's task was killed, in flight (see AzureBatchJobTrigger._end_job_if_killed).
 _killing: set[asyncio.Future[None]] = set()
 
@@ -348,6 +350,7 @@ class AzureBatchJobTrigger(BaseTrigger):
             not_before,
             max_age=self.poll_interval + stall,
         )
+        self._warm_up_task_questions()
         start = await self._starting_state(not_before)
         watcher = self._watcher(WatchState.from_json(start))
         checkpoints.offer(watcher.state.to_json(), written=True)
@@ -434,7 +437,7 @@ class AzureBatchJobTrigger(BaseTrigger):
                     overran = time.time() - started  # a stall can come during a poll
                 except PoolProblem as problem:
                     lines.show()
-                    return self._error(state, str(problem), permanent=True, pool_problem=True)
+                    return self._error(state, str(problem), permanent=True, pool_problem=problem)
                 except Exception as exc:
                     lines.show()  # what the poll read before its error is in the state
                     try:
@@ -563,7 +566,9 @@ class AzureBatchJobTrigger(BaseTrigger):
             payload["lines"] = [[task_id, redact(line)] for task_id, line in lines]
         return TriggerEvent(payload)
 
-    def _error(self, state: WatchState, message: str, *, permanent: bool, pool_problem: bool = False) -> TriggerEvent:
+    def _error(
+        self, state: WatchState, message: str, *, permanent: bool, pool_problem: PoolProblem | None = None
+    ) -> TriggerEvent:
         payload: dict[str, Any] = {
             "status": "error",
             "job_id": self.job_id,
@@ -571,9 +576,34 @@ class AzureBatchJobTrigger(BaseTrigger):
             "permanent": permanent,
             "watch_state": state.to_json(),
         }
-        if pool_problem:
+        if pool_problem is not None:
             payload["pool_problem"] = True
+            # The nodes at fault: the task uploads their Batch service logs before it ends the job.
+            payload["pool_problem_nodes"] = {"pool_id": pool_problem.pool_id, "nodes": list(pool_problem.nodes)}
         return TriggerEvent(payload)
+
+    def _warm_up_task_questions(self) -> None:
+        """Ask the triggerer about this trigger's task instance once per triggerer process, in the background.
+
+        A triggerer answers its first such question slowly (it builds its execution API then: 5-8 s, 30 s on a
+        busy 2-core machine), and a killed task's trigger asks one (see :mod:`.kill`): asked at the first trigger's
+        start, that cost is not paid at the first kill.
+        """
+        if not self.terminate_on_kill or self._ti_coordinates() is None or triggers_run_inline():
+            return
+        loop_id = id(asyncio.get_running_loop())
+        if loop_id in _warmed_up:
+            return
+        _warmed_up.add(loop_id)
+        work = asyncio.ensure_future(self._warm_up())
+        _killing.add(work)
+        work.add_done_callback(_killing.discard)
+
+    async def _warm_up(self) -> None:
+        try:
+            await self._task_state()
+        except Exception as exc:
+            self.log.debug("The triggerer did not answer about the task instance (%s)", describe_error(exc))
 
     def _after_cancellation(self) -> asyncio.Future[None] | None:
         """Before Airflow 3.3 (no ``on_kill``): a cancelled trigger finds out whether its task was killed, and
