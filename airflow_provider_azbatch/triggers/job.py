@@ -30,9 +30,10 @@ With several triggerers, Airflow hands the triggers of one whose heartbeat lapse
 ``[triggerer] triggerer_health_check_threshold`` to another, even when it is still alive (stalled, paused,
 cut off from the database), and cancels them there once it looks at the database again. Two things follow:
 
-- Airflow 3.3 calls ``on_kill`` for such a cancellation as for a user's, so ``on_kill`` terminates the job
-  only when the task instance is no longer deferred (a user marked or cleared it), never when the task is
-  still deferred on a trigger that moved.
+- Airflow 3.3 calls ``on_kill`` for such a cancellation as for a user's, and 3.0-3.2 cancel the trigger alike
+  for a kill, a move, a shutdown: the trigger terminates the job only when its task instance is no longer
+  deferred in its own try (a user marked or cleared it), never when the task is still deferred on a trigger
+  that moved (:mod:`.kill` decides, for ``on_kill`` and for a cancellation before 3.3).
 - A trigger that comes back from a stall as long as half that threshold waits ``STALL_SETTLE_SECONDS`` (for
   Airflow to cancel it, if it was handed over) and reads the checkpoint before its next poll. If another
   trigger wrote one that shows every stream further, the job was handed over: the trigger stands by, polling
