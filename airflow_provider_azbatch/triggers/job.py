@@ -352,11 +352,12 @@ class AzureBatchJobTrigger(BaseTrigger):
             max_age=self.poll_interval + stall,
         )
         self._warm_up_task_questions()
-        start = await self._starting_state(not_before)
-        watcher = self._watcher(WatchState.from_json(start))
-        checkpoints.offer(watcher.state.to_json(), written=True)
         hook = AzureBatchAsyncHook(self.azbatch_conn_id)
         try:
+            # Reading the checkpoint may take seconds on a fresh triggerer: a kill meanwhile is a kill too.
+            start = await self._starting_state(not_before)
+            watcher = self._watcher(WatchState.from_json(start))
+            checkpoints.offer(watcher.state.to_json(), written=True)
             async with hook.connected():
                 try:
                     # One timer for the whole watch: it ends a sleep at the deadline and cancels a poll in

@@ -138,3 +138,21 @@ def test_on_3_3_a_cancellation_alone_asks_nothing_on_kill_does(azbatch_default, 
     asyncio.run(trigger.on_kill())
     job = wait_until(lambda: (j := batch_client.get_job(job_id)).state == m.BatchJobState.COMPLETED and j)
     assert job.execution_info.termination_reason == "AirflowTaskKilled"
+
+
+class SlowStart(Answers):
+    """A trigger on a fresh triggerer, whose first checkpoint read takes long."""
+
+    async def _starting_state(self, not_before: float) -> dict[str, Any]:
+        await asyncio.sleep(60)
+        return self.watch_state
+
+
+@pytest.mark.skipif(compat.TRIGGER_ON_KILL, reason="3.3 tells the trigger of a kill: on_kill")
+def test_a_trigger_killed_while_it_reads_its_checkpoint_terminates_its_job(azbatch_default, shared_pool, batch_client):
+    job_id = _running_job(shared_pool)
+    Answers.state, Answers.claim, Answers.asked = "failed", None, 0
+    trigger = SlowStart("azbatch_default", WatchState(job_id=job_id).to_json(), terminate_on_kill=True)
+    _cancelled(trigger)
+    job = wait_until(lambda: (j := batch_client.get_job(job_id)).state == m.BatchJobState.COMPLETED and j)
+    assert job.execution_info.termination_reason == "AirflowTaskKilled"
