@@ -144,20 +144,22 @@ COMPAT_BIN := $(COMPAT_VENV)/bin
 COMPAT_STAMP := $(COMPAT_VENV)/.installed
 COMPAT_TEST_PATH := PATH="$(CURDIR)/$(COMPAT_BIN):$(CURDIR)/node_modules/.bin:$$PATH"
 # Pure logic, what differs between lines (one process each), a retry reattaching without 3.3's task state
-# store, and what ends a wait when tasks fail (a skipped task, blocked dependents) with each line's exceptions.
+# store, a cancelled trigger telling a kill from a restart, and what ends a wait when tasks fail (a skipped task,
+# blocked dependents) with each line's exceptions.
 WHEN_TASKS_FAIL := tests/provider/test_when_tasks_fail.py
-COMPAT_UNIT_TESTS ?= tests/unit tests/compute tests/lines \
+COMPAT_UNIT_TESTS ?= tests/unit tests/compute tests/lines tests/provider/test_trigger_kill.py \
 	tests/provider/test_reattach_and_sensor.py::test_a_later_try_reattaches_to_the_running_job \
 	"$(WHEN_TASKS_FAIL)::test_a_task_waiting_on_a_failed_task_ends_the_wait_naming_both[sync]" \
 	"$(WHEN_TASKS_FAIL)::test_skip_on_exit_code_skips_the_airflow_task_and_a_mixed_failure_still_fails[sync]"
 EXAMPLES ?= example_azbatch_hello example_azbatch_deferrable
 # Scheduler + triggerer (and Azurite, the cluster's storage): the deferrable example's output in the task log
 # (and its metric), a deferred @task.azure_batch function, and each feature that differs between lines: log
-# sources, the deferred kill, checkpoints across a triggerer restart, the connection form.
+# sources, the deferred kill (marked failed, cleared), checkpoints across a triggerer restart, the connection form.
 REAL_AIRFLOW := tests/airflow_run/test_real_airflow.py
 COMPAT_DEPLOYMENT_TESTS ?= $(REAL_AIRFLOW)::test_output_streams_while_deferred_and_appears_once \
 	$(REAL_AIRFLOW)::test_first_output_appears_within_a_poll_of_the_trigger_start \
 	$(REAL_AIRFLOW)::test_marking_a_deferred_task_failed_terminates_its_job \
+	$(REAL_AIRFLOW)::test_clearing_a_deferred_task_ends_its_job_and_the_next_try_runs_one \
 	$(REAL_AIRFLOW)::test_a_triggerer_restart_loses_no_line \
 	$(REAL_AIRFLOW)::test_the_connection_form_as_the_ui_receives_it_shows_no_null \
 	$(REAL_AIRFLOW)::test_a_deferred_taskflow_function_returns_what_the_dag_branches_on

@@ -10,6 +10,7 @@ the provider does instead; ``tests/lines`` checks each of those statements on th
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import re
@@ -75,8 +76,9 @@ else:
 # -- features ------------------------------------------------------------------------------------------
 
 # 3.3+: the triggerer calls ``BaseTrigger.on_kill`` when a user kills a deferred task (marks it failed or
-# success, clears it). Before, the trigger is only cancelled, exactly as when a triggerer shuts down, so
-# it cannot tell a kill from a restart: the Batch job goes on running.
+# success, clears it). Before, the trigger is only cancelled, exactly as when a triggerer shuts down or hands
+# it to another triggerer: there the trigger asks, once cancelled, what became of its task instance
+# (``atask_state``, ``aget_xcom_to_reply``) and tells a kill from a restart by that.
 TRIGGER_ON_KILL: bool = callable(getattr(BaseTrigger, "on_kill", None))
 
 
@@ -212,6 +214,64 @@ async def aset_xcom(key: str, value: Any, *, dag_id: str, task_id: str, run_id: 
     await sync_to_async(BaseXCom.set)(key, value, dag_id=dag_id, task_id=task_id, run_id=run_id, map_index=map_index)
 
 
+# Requests a trigger made through ``to_reply`` whose caller went away (the loop keeps weak references only).
+_unanswered: set[asyncio.Future[Any]] = set()
+
+
+async def to_reply(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``function(*args, **kwargs)``, a synchronous task SDK call that asks the triggerer's supervisor (a task
+    instance's state, an XCom), made from a trigger and run to its reply whatever becomes of the caller.
+
+    The 3.0 and 3.1 triggerers read a reply on its request's own path (see ``TRIGGER_XCOM``): a request whose
+    caller is cancelled before the reply leaves that reply to the next request, and the triggerer process dies.
+    A trigger that asks once it is cancelled (see ``TRIGGER_ON_KILL``) is cancelled again about every second
+    until it ends, so the request runs in a task of its own that a cancellation of the caller does not reach,
+    in a worker thread (``sync_to_async``: on 3.0 and 3.1 the call finds the triggerer's event loop through it;
+    on 3.2+ from any thread). 3.2+ read replies in a reader task of their own, and need none of this.
+    """
+    from asgiref.sync import sync_to_async
+
+    work = asyncio.ensure_future(sync_to_async(function, thread_sensitive=False)(*args, **kwargs))
+    _unanswered.add(work)
+    work.add_done_callback(_unanswered.discard)
+    return await asyncio.shield(work)
+
+
+async def atask_state(*, dag_id: str, task_id: str, run_id: str, map_index: int) -> str:
+    """A task instance's state now, from a trigger (``"none"``: it has none, it was cleared)."""
+    from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
+
+    states = await to_reply(
+        RuntimeTaskInstance.get_task_states, dag_id=dag_id, task_ids=[task_id], run_ids=[run_id], map_index=map_index
+    )
+    # A mapped task instance's state is keyed by "<task_id>_<map_index>".
+    key = task_id if map_index < 0 else f"{task_id}_{map_index}"
+    value = states[run_id][key]
+    return "none" if value is None else str(getattr(value, "value", value))
+
+
+async def aget_xcom_to_reply(key: str, *, dag_id: str, task_id: str, run_id: str, map_index: int) -> Any:
+    """An XCom value of a task instance, from a trigger, on every line (see ``to_reply``); None when there is
+    none. Unlike ``aget_xcom``, for the one read a trigger makes when it is cancelled: 3.0 and 3.1 triggerers
+    survive requests made this way, not a stream of checkpoints cut off by each cancellation."""
+    from airflow.sdk.bases.xcom import BaseXCom
+
+    return await to_reply(BaseXCom.get_one, key=key, dag_id=dag_id, task_id=task_id, run_id=run_id, map_index=map_index)
+
+
+def trigger_timed_out(trigger: BaseTrigger) -> bool:
+    """Whether Airflow's own timeout of the deferral (``timeout`` of ``defer()``) has passed: every line sets
+    ``timeout_after`` on the triggers it runs, and cancels a trigger past it."""
+    from datetime import datetime, timezone
+
+    timeout = getattr(trigger, "timeout_after", None)
+    if not isinstance(timeout, datetime):
+        return False
+    if timeout.tzinfo is None:
+        timeout = timeout.replace(tzinfo=timezone.utc)
+    return timeout <= datetime.now(timezone.utc)
+
+
 def triggers_run_inline() -> bool:
     """Whether triggers run in the task's own process (``airflow dags test``, ``dag.test()``), not in a triggerer.
 
@@ -282,11 +342,16 @@ __all__ = [
     "TriggerXComUnavailable",
     "aget_connection",
     "aget_xcom",
+    "aget_xcom_to_reply",
     "aset_xcom",
+    "atask_state",
     "conf",
     "dags_in_file",
     "incr_metric",
     "named_logger",
     "off_trigger_loop",
     "redirect_stdout_log_handlers_to_stderr",
+    "to_reply",
+    "trigger_timed_out",
+    "triggers_run_inline",
 ]

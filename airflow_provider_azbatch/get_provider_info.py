@@ -370,6 +370,15 @@ CONFIG_OPTIONS: dict[str, Any] = {
         "example": "airflow/workspaces",
         "default": "",
     },
+    "node_logs_container": {
+        "description": "Blob container (of the connection's storage account) where Batch uploads the service "
+        "logs of nodes a run failed on (a failed start task, an unusable node), before the run's pools are "
+        "deleted; the failure report names where. Empty: not uploaded.",
+        "version_added": "0.5.0",
+        "type": "string",
+        "example": "batch-node-logs",
+        "default": "azbatch-node-logs",
+    },
     "max_read_bytes": {
         "description": "Most bytes read from one task file per poll; a file growing faster is caught up "
         "over the next polls, so memory stays bounded.",

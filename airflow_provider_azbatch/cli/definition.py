@@ -136,6 +136,17 @@ ARG_POLL_INTERVAL = Arg(
 
 # pools
 ARG_POOL_ID = Arg(("pool_id",), metavar="POOL", help="The Batch pool id")
+ARG_NODE_IDS = Arg(
+    ("node_ids",),
+    metavar="NODE",
+    nargs="*",
+    help="Node ids (default: the pool's failed nodes, at most 3: start task failed, unusable, unknown, offline)",
+)
+ARG_LOGS_SINCE = Arg(
+    ("--since",),
+    help="Logs written from this time on: an ISO 8601 time or a duration ago (90s, 15m, 2h, 3d); default: since "
+    "each node was allocated",
+)
 
 # check
 ARG_DAG_FILE = Arg(
@@ -278,6 +289,21 @@ POOLS_COMMANDS = (
         args=(ARG_POOL_ID, ARG_CONN_ID, ARG_OUTPUT, ARG_VERBOSE),
     ),
     ActionCommand(
+        name="nodes",
+        help="List a Batch pool's nodes: state, scheduling, address, start task and errors",
+        func=lazy_load_command(f"{_PACKAGE}.nodes.pools_nodes"),
+        args=(ARG_POOL_ID, ARG_CONN_ID, ARG_OUTPUT, ARG_VERBOSE),
+    ),
+    ActionCommand(
+        name="upload-logs",
+        help="Keep nodes' Batch service logs in the connection's storage account, and say where they are",
+        description="Have Batch upload the service (agent) logs of a pool's nodes to the connection's storage "
+        "account, container \\[azbatch] node_logs_container, before the nodes go (a pool deleted or shrunk takes "
+        "them along), and print where each node's logs are. Without NODE: the pool's failed nodes.",
+        func=lazy_load_command(f"{_PACKAGE}.nodes.pools_upload_logs"),
+        args=(ARG_POOL_ID, ARG_NODE_IDS, ARG_LOGS_SINCE, ARG_CONN_ID, ARG_OUTPUT, ARG_VERBOSE),
+    ),
+    ActionCommand(
         name="delete",
         help="Delete a Batch pool (asks first; --yes to skip the question)",
         description="Delete a Batch pool: its nodes are released (and stop costing), tasks running on them are "
@@ -319,7 +345,9 @@ AZBATCH_COMMANDS = GroupCommand(
         CHECK_COMMAND,
         GroupCommand(name="jobs", help="Batch jobs: list, describe, cancel", subcommands=JOBS_COMMANDS),
         LOGS_COMMAND,
-        GroupCommand(name="pools", help="Batch pools: list, describe, delete", subcommands=POOLS_COMMANDS),
+        GroupCommand(
+            name="pools", help="Batch pools: list, describe, nodes, upload-logs, delete", subcommands=POOLS_COMMANDS
+        ),
     ),
 )
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime
 from functools import cached_property
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -510,6 +511,24 @@ class AzureBatchHook(BaseHook):
 
     def list_nodes(self, pool_id: str, select: Sequence[str] | None = None) -> list[batch_models.BatchNode]:
         return list(self.client.list_nodes(pool_id, select=list(select) if select else None))
+
+    def get_node(
+        self, pool_id: str, node_id: str, select: Sequence[str] | None = None
+    ) -> batch_models.BatchNode | None:
+        try:
+            return self.client.get_node(pool_id, node_id, select=list(select) if select else None)
+        except ResourceNotFoundError:
+            return None
+
+    def upload_node_logs(
+        self, pool_id: str, node_id: str, container_url: str, start_time: datetime, end_time: datetime | None = None
+    ) -> batch_models.UploadBatchServiceLogsResult:
+        """Have Batch upload the node's service (agent) logs written since ``start_time`` into the container
+        (``container_url``: a SAS URL that can create and write blobs); it names the folder and the file count."""
+        options = batch_models.UploadBatchServiceLogsOptions(
+            container_url=container_url, start_time=start_time, end_time=end_time
+        )
+        return self.client.upload_node_logs(pool_id, node_id, options)
 
     def list_pool_node_counts(self) -> dict[str, batch_models.BatchPoolNodeCounts]:
         """Nodes of every pool of the account by state (one request for all pools), by pool id."""

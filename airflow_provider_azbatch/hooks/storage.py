@@ -210,6 +210,11 @@ class BlobStorage:
                 service.get_blob_client(container, name).download_blob(offset=start, length=end - start + 1).readall()
             )
 
+    def count_blobs(self, container: str, prefix: str) -> int:
+        """How many blobs of the container have names starting with ``prefix``."""
+        with self.service_client() as service:
+            return sum(1 for _ in service.get_container_client(container).list_blobs(name_starts_with=prefix))
+
     async def ablob_size(self, container: str, name: str) -> int | None:
         async with self.async_service() as service:
             try:

@@ -454,7 +454,8 @@ class AzureBatchJobOperator(BaseOperator):
             # Killed while submitting: the job may have been created after on_kill looked for it.
             run.end_killed_job(job_id)
             raise AirflowException(f"The task was killed while submitting Batch job {job_id}; the job was terminated")
-        context["ti"].xcom_push(key=LINK_XCOM_KEY, value=link_data(self.hook, job_id))
+        ti = context["ti"]
+        ti.xcom_push(key=LINK_XCOM_KEY, value=link_data(self.hook, job_id, getattr(ti, "try_number", None)))
         watcher = run.watcher(run.watch_state(job_id, submission))
         if not attachment.finished:
             if self.deferrable:
@@ -516,7 +517,8 @@ class AzureBatchJobOperator(BaseOperator):
         result = self.run.finish(watcher, Expectations.of(self.job_request()))
         if result.deleted:
             # The link now shows the account's jobs instead of a job that is gone.
-            link = {**link_data(self.hook, result.job_id), "deleted": True}
+            ti = context["ti"]
+            link = {**link_data(self.hook, result.job_id, getattr(ti, "try_number", None)), "deleted": True}
             context["ti"].xcom_push(key=LINK_XCOM_KEY, value=link)
         return self.outcome(result)
 

@@ -22,12 +22,18 @@ class PoolProblem(Exception):
     """The job's pool cannot run it; the message says why, in the service's words.
 
     ``certain`` is False for what one look cannot prove (idle nodes while tasks wait may be a passing
-    moment): the watcher fails the job only when the next look sees the same.
+    moment): the watcher fails the job only when the next look sees the same. ``nodes``: the nodes at fault
+    (a failed start task, unusable), whose Batch service logs are worth keeping
+    (:mod:`airflow_provider_azbatch.runs.forensics`).
     """
 
-    def __init__(self, message: str, *, certain: bool = True) -> None:
+    def __init__(
+        self, message: str, *, certain: bool = True, pool_id: str | None = None, nodes: tuple[str, ...] = ()
+    ) -> None:
         super().__init__(message)
         self.certain = certain
+        self.pool_id = pool_id
+        self.nodes = nodes
 
 
 def _errors(pool: Any) -> str:
@@ -74,7 +80,7 @@ def diagnose(pool: Any, stuck_nodes: list[Any], stderr_tail: list[str], idle_nod
         message = f"Pool {pool.id} has no usable node: {reason}"
         if stderr_tail:
             message += ". Last lines of the start task's stderr:\n" + "\n".join(f"    {line}" for line in stderr_tail)
-        return PoolProblem(message)
+        return PoolProblem(message, pool_id=pool.id, nodes=tuple(node.id for node in stuck_nodes))
     return None
 
 

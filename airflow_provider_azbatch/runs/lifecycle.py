@@ -22,6 +22,7 @@ from airflow_provider_azbatch.hooks.batch import AzureBatchHook
 from airflow_provider_azbatch.hooks.errors import describe_error, is_auth_failure
 from airflow_provider_azbatch.pools.health import PoolProblem
 from airflow_provider_azbatch.results.failure_report import BLOCKED_REASONS
+from airflow_provider_azbatch.runs.forensics import KeptLogs, keep_node_logs
 from airflow_provider_azbatch.runs.results import Expectations, RunResult, collect_result
 from airflow_provider_azbatch.runs.settings import RunSettings
 from airflow_provider_azbatch.runs.submission import TaskInstanceRef, build_submission
@@ -168,8 +169,9 @@ class JobRun:
         try:
             self._poll_until_over(watcher)
         except PoolProblem as problem:
+            kept = self.keep_node_logs(problem.pool_id, problem.nodes)
             self.terminate(job_id, "PoolProblem")
-            raise AirflowException(f"Batch job {job_id} cannot run: {problem}; the job was terminated") from None
+            raise AirflowException(self.cannot_run(job_id, str(problem), kept)) from None
         except AirflowTaskTimeout:
             self._terminate_for_timeout(job_id, execution_timeout)
             raise AirflowTaskTimeout(timed_out(job_id, execution_timeout)) from None
@@ -233,11 +235,29 @@ class JobRun:
             raise AirflowException(timed_out(job_id, execution_timeout))
         if status == "error":
             if event.get("pool_problem"):
+                at_fault = event.get("pool_problem_nodes") or {}
+                kept = self.keep_node_logs(at_fault.get("pool_id"), at_fault.get("nodes") or ())
                 self.terminate(job_id, "PoolProblem")
-                raise AirflowException(f"Batch job {job_id} cannot run: {event['message']}; the job was terminated")
+                raise AirflowException(self.cannot_run(job_id, event["message"], kept))
             raise AirflowException(event.get("message") or f"Waiting for Batch job {job_id} failed")
         self._flush(watcher)
         return watcher
+
+    def keep_node_logs(self, pool_id: str | None, nodes: tuple[str, ...] | list[str]) -> list[KeptLogs]:
+        """The Batch service logs of the nodes the run failed on, uploaded before the job (and with it an auto
+        pool) ends; never fails the run (see :mod:`.forensics`)."""
+        if pool_id is None or not nodes:
+            return []
+        try:
+            return keep_node_logs(self.hook, pool_id, list(nodes), self.log)
+        except Exception as exc:
+            self.log.warning("The Batch service logs of the pool's nodes were not kept: %s", describe_error(exc))
+            return []
+
+    @staticmethod
+    def cannot_run(job_id: str, problem: str, kept: list[KeptLogs]) -> str:
+        message = f"Batch job {job_id} cannot run: {problem}; the job was terminated"
+        return "\n".join([message, *(item.describe() for item in kept)])
 
     def _flush(self, watcher: JobWatcher) -> None:
         """Print output the trigger had not printed yet (finished streams are skipped by their cursors)."""

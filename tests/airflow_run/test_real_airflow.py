@@ -7,6 +7,7 @@ import json
 import re
 import shutil
 import sqlite3
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -26,7 +27,10 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 DAG_ID = "example_azbatch_deferrable"
 STEP = re.compile(r"^\[train\] step (\d+)/(\d+) loss \d+$")
 # What the triggerer logs when it stops a trigger that sent no event (3.0: "trigger ... completed").
-TRIGGER_ENDED = re.compile(r"^trigger\b.*\b(completed|cancelled)\b", re.IGNORECASE)
+# The example DAG's poll interval, and how long a cancelled trigger takes at most to end a killed task's job
+# (the triggerer's loop, a second; reading the task instance's state and its job record; the terminate request).
+POLL_INTERVAL = 1
+KILL_BOUND = 30
 
 
 @pytest.fixture(scope="module")
@@ -157,7 +161,7 @@ def test_first_output_appears_within_a_poll_of_the_trigger_start(cluster):
     assert events[start + 3] == "::endgroup::"
 
 
-def test_a_triggerer_restart_loses_no_line(cluster):
+def test_a_triggerer_restart_loses_no_line(cluster, batch):
     # 4 lines a second: after 60 lines the trigger is past its first FRESH_SECONDS and checkpoints.
     run_id = cluster.trigger(DAG_ID, {"steps": 120})
     wait_until(
@@ -169,8 +173,10 @@ def test_a_triggerer_restart_loses_no_line(cluster):
         interval=1,
         what="deferred with output",
     )
-    cluster.stop_component("triggerer")
+    cluster.stop_component("triggerer")  # SIGTERM: a graceful shutdown
     before_restart = _steps(cluster.task_log(DAG_ID, run_id, "train"))
+    # A stopped triggerer cancelled the trigger, which found its task still deferred: the job goes on.
+    assert _terminations(batch, _job_id(run_id)) == []
     cluster.start_component("triggerer")
     wait_until(lambda: cluster.run_state(DAG_ID, run_id) in ("success", "failed"), timeout=240, interval=1)
     assert cluster.run_state(DAG_ID, run_id) == "success"
@@ -191,48 +197,82 @@ def test_a_triggerer_restart_loses_no_line(cluster):
     assert max(before_restart) < 120  # the restart really happened mid-run
     # A restart is not a kill: the job ran to its end (and was deleted as the DAG asks on success).
     assert not any("Terminated Batch job" in line for line in log)
+    assert _terminations(batch, _job_id(run_id)) == []
     assert f"Deleting Batch job {_job_id(run_id)} (on_finish_action=delete_succeeded_job)" in log
 
 
-def test_marking_a_deferred_task_failed_terminates_its_job(cluster, batch_client):
-    from azure.batch import models as m
-
-    run_id = cluster.trigger(DAG_ID, {"steps": 400})
+def _deferred_with_output(cluster, run_id: str, lines: int = 3) -> None:
     wait_until(
         lambda: (
             cluster.task_state(DAG_ID, run_id, "train") == "deferred"
-            and len(_steps(cluster.task_log(DAG_ID, run_id, "train"))) >= 3
+            and len(_steps(cluster.task_log(DAG_ID, run_id, "train"))) >= lines
         ),
         timeout=120,
         interval=1,
         what="deferred with output",
     )
+
+
+def _terminations(batch, job_id: str) -> list[dict]:
+    return batch.request_log(jobs=[job_id], operations=["Jobs_TerminateJob"])
+
+
+def test_marking_a_deferred_task_failed_terminates_its_job(cluster, batch, batch_client):
+    from azure.batch import models as m
+
+    run_id = cluster.trigger(DAG_ID, {"steps": 400})
+    _deferred_with_output(cluster, run_id)
     job_id = _job_id(run_id)
     assert batch_client.get_job(job_id).state == m.BatchJobState.ACTIVE
+    marked_at = time.time()
     cluster.mark(DAG_ID, run_id, "train", "failed")
-    if not compat.TRIGGER_ON_KILL:
-        # Before 3.3 the triggerer only cancels the trigger, as on a restart: the job goes on running.
-        wait_until(lambda: not _stored_trigger_kwargs(cluster), timeout=60, interval=0.5, what="the trigger dropped")
-        wait_until(
-            lambda: any(TRIGGER_ENDED.match(line) for line in cluster.task_log(DAG_ID, run_id, "train")),
-            timeout=30,
-            interval=0.5,
-            what="the triggerer's word that the trigger ended",
-        )
-        assert batch_client.get_job(job_id).state == m.BatchJobState.ACTIVE
-        # SDK 15.1 quirk (see hooks/batch.py): the options model is not exported.
-        from azure.batch.models._models import BatchJobTerminateOptions
-
-        options = BatchJobTerminateOptions(termination_reason="TestCleanUp")
-        batch_client.begin_terminate_job(job_id, options, polling_interval=1).result()
-        return
+    # Every line: 3.3 calls the trigger's on_kill; before, the cancelled trigger asks its task instance's state.
     job = wait_until(
         lambda: (j := batch_client.get_job(job_id)).state == m.BatchJobState.COMPLETED and j,
-        timeout=60,
+        timeout=POLL_INTERVAL + KILL_BOUND + 30,
         interval=0.5,
         what="the Batch job terminated",
     )
     assert job.execution_info.termination_reason == "AirflowTaskKilled"
+    (terminate,) = _terminations(batch, job_id)
+    delay = terminate["at"] - marked_at
+    print(f"marked failed -> terminate request: {delay:.1f} s")
+    assert delay <= POLL_INTERVAL + KILL_BOUND
+    wait_until(
+        lambda: any(
+            "Terminated Batch job" in line and "the task was marked failed" in line
+            for line in cluster.task_log(DAG_ID, run_id, "train")
+        ),
+        timeout=30,
+        interval=0.5,
+        what="the trigger's word that it terminated the job",
+    )
+
+
+def test_clearing_a_deferred_task_ends_its_job_and_the_next_try_runs_one(cluster, batch, batch_client):
+    from azure.batch import models as m
+
+    # 30 s of output: long enough to be cleared while it runs, short enough for the next try's job.
+    run_id = cluster.trigger(DAG_ID, {"steps": 120})
+    _deferred_with_output(cluster, run_id)
+    job_id = _job_id(run_id)
+    cluster.clear(DAG_ID, run_id, "train")
+    wait_until(lambda: cluster.run_state(DAG_ID, run_id) in ("success", "failed"), timeout=300, interval=1)
+    second_log = cluster.task_log(DAG_ID, run_id, "train", try_number=2)
+    if any(f"Reattaching to Batch job {job_id}" in line for line in second_log):
+        # The next try started before the trigger was cancelled and watches the job: it must not be killed.
+        print("clear: the next try reattached to the running job")
+        assert _terminations(batch, job_id) == []
+        assert cluster.run_state(DAG_ID, run_id) == "success"
+        return
+    # The trigger of try 1 ended its job; try 2 found it terminated and submitted the next one.
+    first = batch_client.get_job(job_id)
+    assert first.state == m.BatchJobState.COMPLETED
+    assert first.execution_info.termination_reason == "AirflowTaskKilled"
+    assert any(f"Batch job {job_id} is completed and did not succeed" in line for line in second_log)
+    assert cluster.run_state(DAG_ID, run_id) == "success"
+    assert f"Deleting Batch job {job_id}-a2 (on_finish_action=delete_succeeded_job)" in second_log
+    assert len(_terminations(batch, job_id)) == 1
 
 
 def test_two_tasks_racing_for_one_shared_pool_create_it_once(cluster, batch_client):

@@ -21,7 +21,7 @@ LINE = ".".join(compat.AIRFLOW_VERSION.split(".")[:2])
 
 # The page's row -> the flag that detects it on the running line.
 DETECTED = {
-    "Killing a deferred task terminates its Batch job": compat.TRIGGER_ON_KILL,
+    "The triggerer tells a trigger of a kill (`on_kill`)": compat.TRIGGER_ON_KILL,
     "A retry finds its job in the task state store": compat.TASK_STATE_STORE,
     "Output checkpoints: a triggerer restart repeats no line": compat.TRIGGER_XCOM,
     "The connection form shows the provider's fields": compat.CONNECTION_FORM_FIELDS,

@@ -113,6 +113,7 @@ def test_every_config_option_is_documented(info):
         "workspace_max_mb",
         "workspace_container",
         "workspace_prefix",
+        "node_logs_container",
     }
     for name, option in options.items():
         assert isinstance(option["description"], str), name

@@ -80,7 +80,7 @@ class Allocation:
                         self.account.new_node_address(),
                     )
                     pool.nodes[node.id] = node
-                    self.account.spawn(self._boot(node))
+                    self.account.spawn(self.boot(node))
             elif target < len(members):
                 # The service gives up idle and still-booting nodes before busy ones.
                 order = sorted(members, key=lambda node: (len(node.running), node.state != IDLE, -node.index))
@@ -108,7 +108,9 @@ class Allocation:
         ) or (pool.allocation_state == STOPPING and all(not node.leaving for node in pool.nodes.values())):
             pool.set_allocation(STEADY)
 
-    async def _boot(self, node: ComputeNode) -> None:
+    async def boot(self, node: ComputeNode) -> None:
+        """Bring a node up (a new one, or one rebooted, reimaged or started again): starting, its mounts and
+        images, its start task, then idle."""
         half = self.account.settings.node_start_seconds / 2
         await asyncio.sleep(half)
         if node.pool.nodes.get(node.id) is not node:
@@ -129,12 +131,12 @@ class Allocation:
                 ok = await self._run_start_task(node, start_task)
                 if node.pool.nodes.get(node.id) is not node:
                     return
-                node.set_state(IDLE if ok else START_TASK_FAILED)
+                node.set_state(node.ready_state if ok else START_TASK_FAILED)
             else:
-                node.set_state(IDLE)
+                node.set_state(node.ready_state)
                 self.account.spawn(self._run_start_task(node, start_task))
         else:
-            node.set_state(IDLE)
+            node.set_state(node.ready_state)
         self.check(node.pool)
         self.account.kick()
 
@@ -209,8 +211,14 @@ class Allocation:
                 settings=start_task.get("environmentSettings") or [],
                 identity=start_task,
             )
+            node.agent_log(f"start task started (try {retry + 1}): {start_task['commandLine']}")
             outcome = await self.account.runner.run(spec, RunHandle())
             info.update(state="completed", endTime=iso(outcome.end_time))
+            if outcome.ended_by == "launch_failed":
+                node.agent_log(f"start task could not start: {outcome.error}", "ERROR")
+            else:
+                level = "INFO" if outcome.exit_code == 0 else "ERROR"
+                node.agent_log(f"start task exited with code {outcome.exit_code}", level)
             if outcome.exit_code is not None:
                 info["exitCode"] = outcome.exit_code
             if outcome.exit_code == 0:

@@ -1,6 +1,6 @@
 """The Batch service model put together: the account, and the operations that work on it.
 
-The REST layer calls ``service.pools``, ``service.jobs`` and ``service.tasks``; the scheduler and the
+The REST layer calls ``service.pools``, ``service.nodes``, ``service.jobs`` and ``service.tasks``; the scheduler and the
 ticker run in the background from :meth:`BatchService.start` to :meth:`BatchService.stop`.
 """
 
@@ -24,6 +24,7 @@ from .job_operations import JobOperations
 from .job_side_tasks import JobSideTasks
 from .jobs import ACTIVE_JOB, DISABLED, DISABLING, ENABLING
 from .multi_instance import MultiInstanceExecution
+from .node_operations import NodeOperations
 from .persistence import STATE_FILE, encode, read, remove_leftovers, restore, write_atomically
 from .pool_operations import PoolOperations
 from .pools import POOL_DELETING
@@ -47,6 +48,7 @@ class BatchService:
         self.allocation = Allocation(self.account)
         self.autoscaling = AutoScaling(self.account, self.allocation)
         self.pools = PoolOperations(self.account, self.allocation, self.autoscaling)
+        self.nodes = NodeOperations(self.account, self.allocation)
         side_tasks = JobSideTasks(self.account)
         self.jobs = JobOperations(self.account, self.pools, side_tasks)
         self.tasks = TaskOperations(self.account, self.jobs)

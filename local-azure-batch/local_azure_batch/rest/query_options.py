@@ -194,6 +194,7 @@ for _side in ("jobPreparationTaskExecutionInfo", "jobReleaseTaskExecutionInfo"):
             f"{_side}/result": _enum(*RESULTS),
         }
     )
+NODE_EXTENSION_PROPERTIES = frozenset({"provisioningState", "vmExtension", "instanceView"})
 NODE_COUNTS_FILTER = {"poolId": FilterProperty("string", frozenset({"eq"}))}
 FILES_FILTER = {"name": FilterProperty("string", frozenset({"startswith"}))}
 
@@ -214,6 +215,8 @@ OPTIONS: dict[str, QueryOptions] = {
     ),
     "Tasks_ListTaskFiles": QueryOptions("List Task Files", FILES_FILTER),
     "Nodes_ListNodeFiles": QueryOptions("List Node Files", FILES_FILTER),
+    "Nodes_ListNodeExtensions": QueryOptions("List Node Extensions", None, NODE_EXTENSION_PROPERTIES),
+    "Nodes_GetNodeExtension": QueryOptions("Get Node Extension", None, NODE_EXTENSION_PROPERTIES),
     "Jobs_ListJobPreparationAndReleaseTaskStatus": QueryOptions(
         "List Job Preparation and Release Task Status", PREPARATION_STATUS_FILTER, PREPARATION_STATUS_PROPERTIES
     ),
