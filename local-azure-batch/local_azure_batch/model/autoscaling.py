@@ -99,7 +99,9 @@ class AutoScaling:
             if (job.pool_id or "").lower() != pool.key or job.state in (COMPLETED_JOB, DELETING):
                 continue
             if job.is_schedulable:
-                active += job.active_ready_count()
+                active += job.active_ready_instances()
+            # A running multi-instance task is one task here: the documentation says how $ActiveTasks counts
+            # one, not how $RunningTasks does, and "the number of tasks in a running state" reads as one.
             running += job.counts[RUNNING]
             succeeded += job.counts["succeeded"]
             failed += job.counts["failed"]
