@@ -381,6 +381,22 @@ class AzureBatchHook(BaseHook):
 
         return self._submission_step(f"Creating pool {pool_id}", None, create, creates=True)
 
+    def set_pool_formula(self, pool_id: str, formula: str, metadata: Sequence[tuple[str, str]]) -> None:
+        """Give an autoscaled pool another formula (evaluated at once), then its metadata (replacing what it had)."""
+
+        def update() -> None:
+            self.client.enable_pool_auto_scale(
+                pool_id,
+                batch_models.BatchPoolEnableAutoScaleOptions(auto_scale_formula=formula),
+                retry_on_methods=RETRY_ALL_METHODS,
+            )
+            items = [batch_models.BatchMetadataItem(name=name, value=value) for name, value in metadata]
+            self.client.update_pool(
+                pool_id, batch_models.BatchPoolUpdateOptions(metadata=items), retry_on_methods=RETRY_ALL_METHODS
+            )
+
+        self._submission_step(f"Updating the autoscale formula of pool {pool_id}", None, update)
+
     # -- Blob storage -------------------------------------------------------------------------------
     def blob_storage(self, needed_for: str) -> BlobStorage:
         """The connection's storage account (for task inputs, outputs and logs)."""

@@ -351,13 +351,13 @@ class BatchPool:
         requirements = self.requirements
         if containers and not requirements.containers:
             requirements = dataclasses.replace(requirements, containers=True)
-        # A multi-node task needs all its nodes at the same time: autoscaling by pending tasks would stop short.
-        min_nodes = max(self.min_nodes, multi_node if multi_node > 1 else 0)
         try:
             spec = pool_spec_from_requirements(
                 requirements,
                 max_nodes=self.max_nodes,
-                min_nodes=min_nodes,
+                min_nodes=self.min_nodes,
+                # A multi-node task needs all its nodes at once: the formula's floor while anything is pending.
+                multi_node=multi_node,
                 autoscale=self.autoscale,
                 # The service runs multi-node tasks only on pools with one task slot per node.
                 task_slots_per_node=1 if multi_node > 1 else self.task_slots_per_node,

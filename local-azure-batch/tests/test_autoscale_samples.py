@@ -41,7 +41,9 @@ def test_a_multi_instance_task_counts_as_its_instances_in_active_tasks_and_once_
             m.BatchTaskCreateOptions(
                 id="mpi",
                 command_line=sh("sleep 3"),
-                multi_instance_settings=m.MultiInstanceSettings(number_of_instances=3, coordination_command_line="true"),
+                multi_instance_settings=m.MultiInstanceSettings(
+                    number_of_instances=3, coordination_command_line="true"
+                ),
             ),
         )
         client.create_task(job_id, m.BatchTaskCreateOptions(id="single", command_line="true"))

@@ -55,8 +55,7 @@ def test_a_shared_pool_made_by_another_version_of_the_formula_is_reused_if_its_b
     assert formula_outdated(wanted, wanted) is False
     bigger = BatchPool.shared("p", requirements={"cpus": 1}, max_nodes=8).pool_body(containers=False, multi_node=1)
     assert pool_differences(older, bigger) == [
-        "autoscale (target, slots per node, min, max) is ('$TargetDedicatedNodes', 2, 0, 4), this task wants "
-        "('$TargetDedicatedNodes', 2, 0, 8)"
+        "autoscale is 0 to 4 dedicated nodes of 2 task slots, this task wants 0 to 8 dedicated nodes of 2 task slots"
     ]
     hand_written = dict(wanted, autoScaleFormula="$TargetDedicatedNodes = 3;")
     assert pool_differences(hand_written, wanted)[0].startswith("autoScaleFormula is '$TargetDedicatedNodes = 3;'")
