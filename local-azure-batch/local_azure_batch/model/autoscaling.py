@@ -15,7 +15,7 @@ from .allocation import Allocation
 from .clock import iso, utcnow
 from .errors import BatchServiceError, invalid_property
 from .jobs import COMPLETED_JOB, DELETING
-from .pools import STEADY, Pool
+from .pools import PREEMPTED, STEADY, Pool
 from .tasks import RUNNING
 
 # Formulas the service refuses outright rather than recording a failed evaluation.
@@ -117,7 +117,7 @@ class AutoScaling:
                 "$CurrentDedicatedNodes": float(dedicated),
                 "$CurrentLowPriorityNodes": float(low),
                 "$UsableNodeCount": float(sum(1 for node in pool.nodes.values() if node.usable)),
-                "$PreemptedNodeCount": 0.0,
+                "$PreemptedNodeCount": float(sum(1 for node in pool.nodes.values() if node.state == PREEMPTED)),
             }
         )
 

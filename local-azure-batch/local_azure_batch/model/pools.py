@@ -39,7 +39,7 @@ CREATING, STARTING, WAITING_FOR_START_TASK, START_TASK_FAILED = (
     "waitingforstarttask",
     "starttaskfailed",
 )
-IDLE, RUNNING, LEAVING_POOL, UNUSABLE = "idle", "running", "leavingpool", "unusable"
+IDLE, RUNNING, LEAVING_POOL, UNUSABLE, PREEMPTED = "idle", "running", "leavingpool", "unusable", "preempted"
 # Every node state, as node counts spell them (in their order), by the lower-case name a node has.
 NODE_STATES = {
     name.lower(): name
@@ -194,6 +194,8 @@ class ComputeNode:
         # Set when the pool shrinks and this node must go once its tasks are done.
         self.leaving = False
         self.removal: asyncio.Task[None] | None = None
+        # A preempted Spot node coming back (model/spot.py): listed while it is created again.
+        self.recovering = False
 
     @property
     def affinity_id(self) -> str:
@@ -302,6 +304,8 @@ class Pool(Entity):
         self.deallocation_option = "requeue"
         self.samples: deque[tuple[datetime, dict[str, float]]] = deque()
         self.resize_started: datetime | None = None
+        # Short of its Spot target for want of Spot capacity: it keeps resizing until capacity returns.
+        self.seeking_spot = False
         # Per job priority, the job whose task the scheduler started last (jobs of equal priority take turns).
         self.served_last: dict[int, str] = {}
 
