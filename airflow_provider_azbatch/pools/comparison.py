@@ -80,7 +80,7 @@ def formula_outdated(existing: Mapping[str, Any], wanted: Mapping[str, Any]) -> 
     return bool(wanted.get("enableAutoScale")) and formula_bounds(have) is not None and have != want
 
 
-class Scaling(tuple):  # type: ignore[type-arg]
+class Scaling(tuple[Any, ...]):
     """Bounds of a formula, shown in words where a difference is reported."""
 
     def __repr__(self) -> str:

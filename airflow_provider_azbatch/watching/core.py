@@ -41,6 +41,12 @@ from airflow_provider_azbatch.watching.blocking import (
 )
 from airflow_provider_azbatch.watching.budget import Unlimited
 from airflow_provider_azbatch.watching.calls import Call, Step, ask, raise_first_error
+from airflow_provider_azbatch.watching.preemption import (
+    SpotFallbackDue,
+    check_fallback,
+    fallback_available,
+    track_attempts,
+)
 from airflow_provider_azbatch.watching.state import (
     STDOUT,
     STREAMS,
@@ -172,6 +178,9 @@ class JobWatcher:
                 Call("list_active_dependencies", (state.job_id,)), Call("list_failed_tasks", (state.job_id,))
             )
             self._observe_dependencies(active, failed)
+        if state.spot is not None and not self.all_tasks_done() and state.job_state not in TERMINAL_JOB_STATES:
+            yield from track_attempts(state, now, self.emit)
+            check_fallback(state, now)
         if self._pool_check_due(now):
             self.last_pool_check = now
             assert state.pool_id is not None
@@ -326,6 +335,8 @@ class JobWatcher:
         if problem is None:
             self.state.pool_suspect = False
             return
+        if problem.allocation and fallback_available(self.state):
+            raise SpotFallbackDue(f"the pool cannot get its Spot nodes: {problem}")
         if problem.certain or self.state.pool_suspect:
             raise problem
         self.state.pool_suspect = True

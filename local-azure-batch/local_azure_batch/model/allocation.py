@@ -104,8 +104,9 @@ class Allocation:
         self.check(pool)
 
     def stop_resize(self, pool: Pool) -> None:
-        """Nodes still being allocated are given up; nodes still to leave stay."""
+        """Nodes still being allocated are given up (and Spot nodes no longer sought); nodes still to leave stay."""
         pool.set_allocation(STOPPING)
+        pool.seeking_spot = False
         for node in list(pool.nodes.values()):
             if node.state == CREATING:
                 self.forget(node)
