@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -145,6 +146,21 @@ def iso8601_duration(value: timedelta) -> str:
     if seconds or text == "PT":
         text += f"{seconds:.6f}".rstrip("0").rstrip(".") + "S"
     return text
+
+
+_ISO_DURATION = re.compile(
+    r"P(?:(?P<d>\d+(?:\.\d+)?)D)?(?:T(?:(?P<h>\d+(?:\.\d+)?)H)?(?:(?P<m>\d+(?:\.\d+)?)M)?(?:(?P<s>\d+(?:\.\d+)?)S)?)?",
+    re.IGNORECASE,
+)
+
+
+def parse_iso8601_duration(text: str) -> timedelta | None:
+    """``"PT5M"`` -> ``timedelta(minutes=5)``; None for what is not such a duration."""
+    match = _ISO_DURATION.fullmatch(text.strip())
+    if match is None or not any(match.groupdict().values()):
+        return None
+    parts = {name: float(value or 0) for name, value in match.groupdict().items()}
+    return timedelta(days=parts["d"], hours=parts["h"], minutes=parts["m"], seconds=parts["s"])
 
 
 @dataclass(frozen=True)

@@ -201,7 +201,7 @@ class AzureBatchHook(BaseHook):
         return self.get_pool(pool_id, select=POOL_SELECT)
 
     def list_nodes_in_states(self, pool_id: str, states: Sequence[str]) -> list[batch_models.BatchNode]:
-        select = ["id", "state", "startTaskInfo", "errors"]
+        select = ["id", "state", "stateTransitionTime", "startTaskInfo", "errors"]
         return list(self.client.list_nodes(pool_id, filter=state_filter(states), select=select))
 
     def read_node_file_tail(self, pool_id: str, node_id: str, path: str, max_bytes: int) -> FileEnd | None:

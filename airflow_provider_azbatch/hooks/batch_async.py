@@ -257,7 +257,7 @@ class AzureBatchAsyncHook(BaseHook):
             return None
 
     async def list_nodes_in_states(self, pool_id: str, states: Sequence[str]) -> list[Any]:
-        select = ["id", "state", "startTaskInfo", "errors"]
+        select = ["id", "state", "stateTransitionTime", "startTaskInfo", "errors"]
         return [node async for node in self.client.list_nodes(pool_id, filter=state_filter(states), select=select)]
 
     async def read_node_file_tail(self, pool_id: str, node_id: str, path: str, max_bytes: int) -> FileEnd | None:
