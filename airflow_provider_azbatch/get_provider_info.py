@@ -247,6 +247,15 @@ CONFIG_OPTIONS: dict[str, Any] = {
         "example": "60",
         "default": "30",
     },
+    "idle_node_margin": {
+        "description": "Seconds a pool's node may stay idle beyond the pool's autoscale evaluation interval (5 "
+        "minutes for a pool without autoscale) before `airflow azbatch pools list` flags the pool: a fixed pool, or "
+        "an autoscale formula that does not give idle nodes back.",
+        "version_added": "0.5.0",
+        "type": "float",
+        "example": "900",
+        "default": "300",
+    },
     "submit_retry_seconds": {
         "description": "How long a submission request (create job, add tasks, set the job's completion rule, "
         "create a pool) is repeated while the network or the service fail transiently (dropped connections, "

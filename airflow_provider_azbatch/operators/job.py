@@ -37,6 +37,7 @@ from airflow_provider_azbatch.submission.reattach import remember_job, remembere
 from airflow_provider_azbatch.submission.request import JobRequest
 from airflow_provider_azbatch.submission.sdk_fields import as_rest
 from airflow_provider_azbatch.submission.tasks import TaskSpec
+from airflow_provider_azbatch.triggers.job import CHECKPOINT_KEY
 from airflow_provider_azbatch.triggers.wait import AzureBatchWaitTrigger
 from airflow_provider_azbatch.watching.core import JobWatcher
 from airflow_provider_azbatch.watching.outages import DEFAULT_MAX_OUTAGE_SECONDS
@@ -491,7 +492,13 @@ class AzureBatchJobOperator(BaseOperator):
     def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> Any:
         """Resume after the trigger: flush what it did not print, then report like the sync path."""
         event = event_in_full(event, context, self.task_id)
-        return self._finish(context, self.run.resume(event, self.execution_timeout))
+        watcher = self.run.resume(event, self.execution_timeout)
+        if event is not None and event.get("status") == "fallback":
+            self.run.fall_back(watcher, str(event.get("message")), self.job_request(running=True))
+            # The next trigger may start from the last checkpoint (a restart): it must be this state, moved.
+            context["ti"].xcom_push(key=CHECKPOINT_KEY, value=watcher.state.to_json())
+            self._defer(context, watcher)
+        return self._finish(context, watcher)
 
     def resume_execution(self, next_method: str, next_kwargs: dict[str, Any] | None, context: Context) -> Any:
         """The deferral ended without an event (Airflow's own deferral timeout, a trigger that crashed): the

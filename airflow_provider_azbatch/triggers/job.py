@@ -88,6 +88,7 @@ from airflow_provider_azbatch.watching.core import Emit, JobWatcher
 from airflow_provider_azbatch.watching.drivers import run_async
 from airflow_provider_azbatch.watching.outages import DEFAULT_MAX_OUTAGE_SECONDS, OutagePolicy, WaitFailed
 from airflow_provider_azbatch.watching.output_log import log_emitter
+from airflow_provider_azbatch.watching.preemption import SpotFallbackDue
 from airflow_provider_azbatch.watching.state import TERMINAL_JOB_STATES, WatchState
 
 CHECKPOINT_KEY = "azbatch_watch_state"
@@ -437,6 +438,9 @@ class AzureBatchJobTrigger(BaseTrigger):
                     else:  # only the output is due: the view watches the job's state meanwhile
                         done = await run_async(watcher.follow(time.time()), hook, limit)
                     overran = time.time() - started  # a stall can come during a poll
+                except SpotFallbackDue as due:
+                    lines.show()
+                    return self._fallback(state, str(due))
                 except PoolProblem as problem:
                     lines.show()
                     return self._error(state, str(problem), permanent=True, pool_problem=problem)
@@ -566,6 +570,11 @@ class AzureBatchJobTrigger(BaseTrigger):
         if lines:
             # Stored as the task's next_kwargs, not written through the log's masking: masked here.
             payload["lines"] = [[task_id, redact(line)] for task_id, line in lines]
+        return TriggerEvent(payload)
+
+    def _fallback(self, state: WatchState, reason: str) -> TriggerEvent:
+        """The job should move to dedicated nodes: the task does it on a worker, then defers again."""
+        payload = {"status": "fallback", "job_id": self.job_id, "message": reason, "watch_state": state.to_json()}
         return TriggerEvent(payload)
 
     def _error(

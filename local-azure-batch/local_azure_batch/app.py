@@ -81,6 +81,7 @@ class EmulatorConfig:
     node_start_seconds: float = 1.0
     autoscale_interval_seconds: float | None = 5.0
     node_quota: int | None = None
+    spot_capacity: int | None = None
     job_quota: int | None = None
     pool_quota: int | None = None
     sp_certificate: Path | None = None
@@ -171,6 +172,7 @@ class LocalBatchServer:
                 node_start_seconds=config.node_start_seconds,
                 autoscale_interval_seconds=config.autoscale_interval_seconds,
                 node_quota=config.node_quota,
+                spot_capacity=config.spot_capacity,
                 job_quota=config.job_quota,
                 pool_quota=config.pool_quota,
                 subscription_id=config.subscription_id,

@@ -57,6 +57,12 @@ def build_parser() -> argparse.ArgumentParser:
         "gets what fits and a resize error, like an account out of core quota",
     )
     parser.add_argument(
+        "--spot-capacity",
+        type=_non_negative_int,
+        help="most Spot nodes of the account that can be up at once (default: no limit); pools short of their "
+        "Spot target for want of it keep resizing, as Spot pools seek capacity (change it on /_emulator/spot)",
+    )
+    parser.add_argument(
         "--job-quota",
         type=_non_negative_int,
         help="active jobs the account may hold (all but completed ones; default: no limit); one more is "
@@ -236,6 +242,7 @@ def main(argv: list[str] | None = None) -> int:
         node_start_seconds=args.node_start_seconds,
         autoscale_interval_seconds=args.autoscale_interval or None,
         node_quota=args.node_quota,
+        spot_capacity=args.spot_capacity,
         job_quota=args.job_quota,
         pool_quota=args.pool_quota,
         sp_certificate=args.sp_certificate,

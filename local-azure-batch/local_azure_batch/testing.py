@@ -121,6 +121,16 @@ class LocalBatchService:
             body["mountSources"] = mount_sources
         return self._admin("PUT", "storage", json.dumps(body))
 
+    def set_spot_capacity(self, capacity: int | None) -> None:
+        """How many Spot nodes of the account can be up at once (None: no limit); pools seeking Spot nodes get them
+        as it allows."""
+        self._admin("PUT", "spot", json.dumps({"capacity": capacity}))
+
+    def preempt(self, pool_id: str, node_id: str) -> None:
+        """Take a Spot node's VM back, as Azure does: the node is ``preempted``, its running tasks are requeued; it
+        comes back (same id) when there is Spot capacity."""
+        self._admin("POST", f"pools/{pool_id}/nodes/{node_id}/preempt", "")
+
     def log_text(self) -> str:
         return "\n".join(self.output)
 

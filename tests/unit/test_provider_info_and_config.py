@@ -99,6 +99,7 @@ def test_every_config_option_is_documented(info):
         "max_read_bytes",
         "sas_hours",
         "pool_check_interval",
+        "idle_node_margin",
         "submit_retry_seconds",
         "quota_wait_seconds",
         "quota_retry_seconds",

@@ -47,6 +47,8 @@ class ServiceSettings:
     # At most this many nodes (dedicated and low priority, all pools) in the account; None: no limit.
     # Stands in for the account's core quotas, which a simulated node has no cores to count against.
     node_quota: int | None = None
+    # At most this many Spot nodes of the account up at once (model/spot.py); None: as many as pools ask for.
+    spot_capacity: int | None = None
     # The account's active job and job schedule quota, and its pool quota; None: no limit.
     job_quota: int | None = None
     pool_quota: int | None = None

@@ -230,4 +230,5 @@ class PoolOperations:
 
     def list_nodes(self, pool_id: str) -> list[ComputeNode]:
         """The pool's nodes, including those still booting or leaving (while the pool shrinks or is deleted)."""
-        return [node for node in self.account.pool(pool_id).nodes.values() if node.state != CREATING]
+        nodes = self.account.pool(pool_id).nodes.values()
+        return [node for node in nodes if node.state != CREATING or node.recovering]

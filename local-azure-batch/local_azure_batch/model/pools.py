@@ -39,7 +39,7 @@ CREATING, STARTING, WAITING_FOR_START_TASK, START_TASK_FAILED = (
     "waitingforstarttask",
     "starttaskfailed",
 )
-IDLE, RUNNING, LEAVING_POOL, UNUSABLE = "idle", "running", "leavingpool", "unusable"
+IDLE, RUNNING, LEAVING_POOL, UNUSABLE, PREEMPTED = "idle", "running", "leavingpool", "unusable", "preempted"
 # What node operations (model/node_operations.py) put a node through.
 REBOOTING, REIMAGING, OFFLINE, DEALLOCATING, DEALLOCATED = (
     "rebooting",
@@ -212,6 +212,8 @@ class ComputeNode:
         self.pending_operation: str | None = None
         # Users made on the node (nodes/{id}/users), by lower-case name; passwords are never returned.
         self.users: dict[str, dict[str, Any]] = {}
+        # A preempted Spot node coming back (model/spot.py): listed while it is created again.
+        self.recovering = False
 
     @property
     def affinity_id(self) -> str:
@@ -348,6 +350,8 @@ class Pool(Entity):
         self.deallocation_option = "requeue"
         self.samples: deque[tuple[datetime, dict[str, float]]] = deque()
         self.resize_started: datetime | None = None
+        # Short of its Spot target for want of Spot capacity: it keeps resizing until capacity returns.
+        self.seeking_spot = False
         # Per job priority, the job whose task the scheduler started last (jobs of equal priority take turns).
         self.served_last: dict[int, str] = {}
 

@@ -29,6 +29,7 @@ from .persistence import STATE_FILE, encode, read, remove_leftovers, restore, wr
 from .pool_operations import PoolOperations
 from .pools import POOL_DELETING
 from .scheduler import Scheduler
+from .spot import Spot
 from .task_operations import TaskOperations
 
 log = logging.getLogger(__name__)
@@ -54,6 +55,7 @@ class BatchService:
         self.tasks = TaskOperations(self.account, self.jobs)
         execution = Execution(self.account, self.jobs, side_tasks)
         self.scheduler = Scheduler(self.account, execution, MultiInstanceExecution(self.account, execution, side_tasks))
+        self.spot = Spot(self.account, self.allocation)
         self._loops: list[asyncio.Task[Any]] = []
         self._last_sample: datetime | None = None
         self._saved = ""
