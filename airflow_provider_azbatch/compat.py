@@ -226,6 +226,36 @@ def triggers_run_inline() -> bool:
     return type(comms).__name__ == "InProcessSupervisorComms"
 
 
+# -- lineage -------------------------------------------------------------------------------------------
+
+
+def hook_lineage_collector() -> Any:
+    """Airflow's hook lineage collector of this process (a no-op one unless a hook lineage reader, such as the
+    OpenLineage provider's, is registered)."""
+    try:  # 3.2+
+        from airflow.sdk.lineage import get_hook_lineage_collector
+    except ImportError:  # 3.0, 3.1
+        from airflow.lineage.hook import get_hook_lineage_collector  # type: ignore[no-redef,import-not-found]
+    return get_hook_lineage_collector()
+
+
+def openlineage_enabled() -> bool:
+    """Whether the OpenLineage provider is installed and enabled (a transport configured, not disabled). Nothing of
+    it is imported when it is not installed."""
+    import importlib.util
+
+    try:
+        if importlib.util.find_spec("airflow.providers.openlineage") is None:
+            return False
+    except (ImportError, ValueError):
+        return False
+    try:
+        from airflow.providers.openlineage import conf as openlineage_conf
+    except ImportError:  # installed but broken (a missing dependency): as if absent
+        return False
+    return not openlineage_conf.is_disabled()
+
+
 # -- the command line ----------------------------------------------------------------------------------
 
 
@@ -266,8 +296,10 @@ __all__ = [
     "aget_xcom",
     "aset_xcom",
     "conf",
+    "hook_lineage_collector",
     "incr_metric",
     "named_logger",
     "off_trigger_loop",
+    "openlineage_enabled",
     "redirect_stdout_log_handlers_to_stderr",
 ]
