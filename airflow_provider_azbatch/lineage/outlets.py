@@ -82,11 +82,10 @@ def written_blobs(storage: Any, destinations: Sequence[Destination], since: Any)
     uris: list[str] = []
     for item in destinations:
         if item.is_directory:
-            prefix = f"{item.path.strip('/')}/" if item.path and item.path.strip("/") else None
+            prefix = f"{item.blob_path}/" if item.blob_path else None
             names = None
         else:
-            name = (item.path or item.pattern.rsplit("/", 1)[-1]).strip("/")
-            prefix, names = name, {name}
+            prefix, names = item.blob_path, {item.blob_path}
         for blob in storage.list_blobs(item.container, prefix, since, limit=MAX_BLOBS + 1 - len(uris)):
             if names is None or blob.name in names:
                 uri = storage.dataset(item.container, blob.name).uri

@@ -39,6 +39,14 @@ class Destination:
     def is_directory(self) -> bool:
         return any(char in self.pattern for char in "*?[")
 
+    @property
+    def blob_path(self) -> str:
+        """The blob a single file is uploaded as (Batch: ``path``, else the file's name at the container's root), or
+        the virtual directory files matching a wildcard go to."""
+        if self.is_directory:
+            return (self.path or "").strip("/")
+        return (self.path or self.pattern.rsplit("/", 1)[-1]).strip("/")
+
 
 @dataclass(frozen=True)
 class RunIO:
@@ -101,7 +109,7 @@ class RunIO:
     def output_datasets(self, storage_url: str | None, job_id: str | None) -> list[DatasetName]:
         if not storage_url:
             return []
-        found = [blob_dataset(storage_url, item.container, item.path) for item in self.destinations]
+        found = [blob_dataset(storage_url, item.container, item.blob_path) for item in self.destinations]
         if self.logs is not None and job_id:
             container, prefix = self.logs
             logs = "/".join(part for part in (prefix, job_id) if part)
