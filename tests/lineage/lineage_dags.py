@@ -23,6 +23,7 @@ TRAINING = (
 
 def training(pool_id: str) -> DAG:
     with DAG("lineage_training", schedule=None, start_date=START) as dag:
+        # [START howto_lineage]
         AzureBatchJobOperator(
             task_id="train",
             pool_id=pool_id,
@@ -33,6 +34,7 @@ def training(pool_id: str) -> DAG:
             result_file="result.json",
             poll_interval=0.3,
         )
+        # [END howto_lineage]
     return dag
 
 

@@ -130,3 +130,23 @@ def test_the_run_facet_of_an_ended_job():
         "taskCounts": {"active": 0, "running": 0, "completed": 2, "succeeded": 1, "failed": 1},
         "exitCodes": {"a": 0, "b": 3},
     }
+
+
+def test_the_run_facets_schema_ships_with_the_package_and_names_its_fields():
+    import json
+    from importlib import resources
+
+    import attr
+
+    from airflow_provider_azbatch.lineage.openlineage import SCHEMA_URL, AzureBatchJobRunFacet
+
+    schema = json.loads(
+        resources.files("airflow_provider_azbatch.lineage").joinpath("AzureBatchJobRunFacet.json").read_text()
+    )
+    assert schema["$id"] == SCHEMA_URL
+    documented = schema["$defs"]["AzureBatchJobRunFacet"]["allOf"][1]["properties"]
+    assert set(documented) == {
+        field.name for field in attr.fields(AzureBatchJobRunFacet) if not field.name.startswith("_")
+    }
+    facet = AzureBatchJobRunFacet(account="a", accountUrl="https://a.westeurope.batch.azure.com")
+    assert facet._schemaURL == SCHEMA_URL

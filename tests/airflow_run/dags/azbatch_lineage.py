@@ -9,6 +9,7 @@ from airflow.sdk import DAG, Asset, task
 
 from airflow_provider_azbatch.pools import BatchPool
 
+# [START howto_assets]
 MODEL = Asset("azbatch_lineage_model")
 
 with DAG("azbatch_lineage_training", schedule=None, start_date=datetime(2026, 1, 1), catchup=False) as training:
@@ -51,3 +52,4 @@ with DAG("azbatch_lineage_evaluation", schedule=[MODEL], start_date=datetime(202
         ]
 
     evaluate()
+# [END howto_assets]
