@@ -19,11 +19,7 @@ if TYPE_CHECKING:
 
 
 def sanitize_uri(uri: SplitResult) -> SplitResult:
-    if "@" not in uri.netloc or not uri.netloc.split("@", 1)[0]:
-        raise ValueError(
-            f"An Azure Blob asset URI ({uri.scheme}://) must name its container and storage account: "
-            f"{uri.scheme}://<container>@<account>.dfs.core.windows.net/<path>"
-        )
+    dataset_of_uri(uri.geturl())  # a storage account and a container, or a ValueError that shows the form
     return uri
 
 
@@ -31,7 +27,7 @@ def create_asset(*, account_url: str, container: str, path: str | None = None, e
     """The asset of blob ``path`` of ``container`` in the storage account at ``account_url`` (its blob endpoint)."""
     from airflow.sdk import Asset
 
-    return Asset(uri=blob_dataset(account_url, container, path).uri, extra=extra or {})
+    return Asset(uri=blob_dataset(account_url, container, path).asset_uri, extra=extra or {})
 
 
 def convert_asset_to_openlineage(asset: Asset, lineage_context: Any) -> Any:

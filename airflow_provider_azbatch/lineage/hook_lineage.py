@@ -34,6 +34,6 @@ def report(owner: Any, dataset: DatasetName, *, written: bool) -> None:
 
         collector = hook_lineage_collector()
         add = collector.add_output_asset if written else collector.add_input_asset
-        add(context=owner, uri=dataset.uri)
+        add(context=owner, uri=dataset.asset_uri)
     except Exception as exc:  # lineage must never fail a read or a write
-        log.debug("Could not report %s to the hook lineage collector: %s", dataset.uri, exc)
+        log.debug("Could not report %s to the hook lineage collector: %s", dataset.asset_uri, exc)

@@ -1,8 +1,9 @@
 """Names of Blob data as OpenLineage's naming spec gives them, and as the Airflow asset URIs of this provider. No I/O.
 
 OpenLineage names Azure Blob Storage data ``wasbs://{container}@{account}.dfs.core.windows.net`` (the namespace)
-and ``{blob path}`` (the name); the provider's asset URIs are the two joined (``{namespace}/{name}``), so that an
-asset and a dataset of the same blobs read the same.
+and ``{blob path}`` (the name). The provider's Airflow asset URIs hold the same parts with the container moved from
+the URI's user part into its path, ``wasbs://{account}.dfs.core.windows.net/{container}/{blob path}``: Airflow 3.0
+and 3.1 drop a URI's user part (the container) from an asset URI.
 
 Beyond the spec's public-cloud example:
 
@@ -48,15 +49,16 @@ def _clean(path: str | None) -> str:
 
 @dataclass(frozen=True)
 class DatasetName:
-    """An OpenLineage dataset's identity."""
+    """An OpenLineage dataset's identity, and the Airflow asset URI of the same data."""
 
     namespace: str
     name: str
+    asset_uri: str = ""
 
-    @property
-    def uri(self) -> str:
-        """The Airflow asset URI of the same data."""
-        return self.namespace if self.name == "/" else f"{self.namespace}/{self.name}"
+    def __post_init__(self) -> None:
+        if not self.asset_uri:  # not blob data: the namespace and the name joined
+            joined = self.namespace if self.name == "/" else f"{self.namespace}/{self.name}"
+            object.__setattr__(self, "asset_uri", joined)
 
 
 def blob_dataset(account_url: str, container: str, path: str | None = None) -> DatasetName:
@@ -65,16 +67,16 @@ def blob_dataset(account_url: str, container: str, path: str | None = None) -> D
     parts = urlsplit(account_url.rstrip("/"))
     host = parts.hostname or ""
     scheme = "wasb" if parts.scheme == "http" else "wasbs"
+    account = ""
     if _path_style(host):
-        authority = f"{host}:{parts.port}" if parts.port else host
         account = parts.path.strip("/").split("/")[0]
-        namespace = f"{scheme}://{container}@{authority}" + (f"/{account}" if account else "")
-    else:
-        if _BLOB_LABEL in host:
-            host = host.replace(_BLOB_LABEL, _DFS_LABEL, 1)
-        authority = f"{host}:{parts.port}" if parts.port else host
-        namespace = f"{scheme}://{container}@{authority}"
-    return DatasetName(namespace, _clean(path) or "/")
+    elif _BLOB_LABEL in host:
+        host = host.replace(_BLOB_LABEL, _DFS_LABEL, 1)
+    authority = f"{host}:{parts.port}" if parts.port else host
+    where = f"{authority}/{account}" if account else authority
+    name = _clean(path)
+    asset_uri = f"{scheme}://{where}/{container}" + (f"/{name}" if name else "")
+    return DatasetName(f"{scheme}://{container}@{where}", name or "/", asset_uri)
 
 
 def url_dataset(url: str, storage_account_url: str | None = None) -> DatasetName:
@@ -99,17 +101,21 @@ def url_dataset(url: str, storage_account_url: str | None = None) -> DatasetName
     return DatasetName(f"{parts.scheme}://{authority}", _clean(path) or "/")
 
 
+ASSET_URI_FORM = "wasbs://<account>.dfs.core.windows.net/<container>/<path>"
+
+
 def dataset_of_uri(uri: str) -> DatasetName:
-    """The dataset an asset URI of this provider names (:attr:`DatasetName.uri` read back)."""
+    """The dataset an asset URI of this provider names (:attr:`DatasetName.asset_uri` read back)."""
     parts = urlsplit(uri)
-    if parts.scheme not in SCHEMES or "@" not in parts.netloc:
-        raise ValueError(
-            f"{uri!r} is not an Azure Blob asset URI: wasbs://<container>@<account>.dfs.core.windows.net/<path>"
-        )
-    path = unquote(parts.path).strip("/")
-    namespace = f"{parts.scheme}://{parts.netloc}"
-    host = parts.hostname or ""
-    if _path_style(host):
-        account, _, path = path.partition("/")
-        namespace += f"/{account}" if account else ""
-    return DatasetName(namespace, path or "/")
+    segments = unquote(parts.path).strip("/").split("/", 2 if _path_style(parts.hostname or "") else 1)
+    if parts.scheme not in SCHEMES or "@" in parts.netloc or not parts.hostname or not segments[0]:
+        raise ValueError(f"{uri!r} is not an Azure Blob asset URI: {ASSET_URI_FORM}")
+    authority = parts.netloc
+    if _path_style(parts.hostname or ""):
+        if len(segments) < 2 or not segments[1]:
+            raise ValueError(
+                f"{uri!r} names no container after its account: {parts.scheme}://<host>/<account>/<container>"
+            )
+        authority, segments = f"{authority}/{segments[0]}", segments[1:]
+    container, path = segments[0], segments[1] if len(segments) > 1 else ""
+    return DatasetName(f"{parts.scheme}://{container}@{authority}", _clean(path) or "/", uri)

@@ -88,7 +88,7 @@ def written_blobs(storage: Any, destinations: Sequence[Destination], since: Any)
             prefix, names = item.blob_path, {item.blob_path}
         for blob in storage.list_blobs(item.container, prefix, since, limit=MAX_BLOBS + 1 - len(uris)):
             if names is None or blob.name in names:
-                uri = storage.dataset(item.container, blob.name).uri
+                uri = storage.dataset(item.container, blob.name).asset_uri
                 if uri not in uris:
                     uris.append(uri)
         if len(uris) > MAX_BLOBS:

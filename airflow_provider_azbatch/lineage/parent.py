@@ -45,9 +45,15 @@ def _environment(ti: Any) -> dict[str, str]:
     }
     environment = {PARENT_ID: _identifier(parent)}
     if hasattr(macros, "lineage_root_run_id"):  # the root macros came after the parent's
+        # The root's own namespace macro came later still (a DAG run's conf can name another root): before, the
+        # root is in the task's namespace.
+        root_namespace = getattr(macros, "lineage_root_job_namespace", None)
         root = {
             "run": {"runId": macros.lineage_root_run_id(ti)},
-            "job": {"namespace": macros.lineage_root_job_namespace(ti), "name": macros.lineage_root_job_name(ti)},
+            "job": {
+                "namespace": root_namespace(ti) if root_namespace else macros.lineage_job_namespace(),
+                "name": macros.lineage_root_job_name(ti),
+            },
         }
         parent["root"] = root
         environment[ROOT_PARENT_ID] = _identifier(root)

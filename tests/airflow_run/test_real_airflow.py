@@ -398,7 +398,7 @@ def test_an_asset_scheduled_dag_runs_once_per_training_run_with_its_job_and_metr
         assert event["source_run_id"] == run_id
         assert event["job_id"] == job_id
         assert event["return_value"] == {"auc": 0.91, "rows": 3}
-        assert event["blobs"] == [f"{outputs}/{path}/weights.bin"]
+        assert event["blobs"] == [f"wasb://127.0.0.1:{port}/{storage.account}/lineage-out/{path}/weights.bin"]
         seen.append(job_id)
     assert len(evaluations()) == 2
     assert len(set(seen)) == 2

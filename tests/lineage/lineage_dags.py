@@ -52,4 +52,20 @@ def failing(pool_id: str) -> DAG:
     return dag
 
 
-DAGS = {"lineage_training": training, "lineage_failing": failing}
+def torchx_app(pool_id: str) -> DAG:
+    from airflow_provider_azbatch.operators.torchx import AzureBatchTorchXOperator
+
+    with DAG("lineage_torchx", schedule=None, start_date=START) as dag:
+        AzureBatchTorchXOperator(
+            task_id="train",
+            component="utils.sh",
+            component_args=["sh", "-c", "cat in/data/a.txt"],
+            pool_id=pool_id,
+            inputs=[{"container": "lineage-in", "prefix": "data/", "path": "in"}],
+            output_container="lineage-out",
+            poll_interval=0.3,
+        )
+    return dag
+
+
+DAGS = {"lineage_training": training, "lineage_failing": failing, "lineage_torchx": torchx_app}

@@ -87,9 +87,10 @@ def test_a_run_emits_start_and_complete_naming_its_blobs_and_fail_with_the_error
     tmp_path, azbatch_with_storage, azurite, shared_pool, blob_inputs
 ):
     runs, events_file = _run(
-        tmp_path, ["lineage_training", "lineage_failing"], shared_pool, azbatch_with_storage, azurite
+        tmp_path, ["lineage_training", "lineage_failing", "lineage_torchx"], shared_pool, azbatch_with_storage, azurite
     )
-    blob = f"wasb://{{}}@127.0.0.1:{azurite.url.rsplit(':', 1)[1].split('/')[0]}/{azurite.account}"
+    port = azurite.url.rsplit(":", 1)[1].split("/")[0]
+    blob = f"wasb://{{}}@127.0.0.1:{port}/{azurite.account}"
     inputs, outputs = blob.format("lineage-in"), blob.format("lineage-out")
 
     trained = runs["lineage_training"]
@@ -122,7 +123,8 @@ def test_a_run_emits_start_and_complete_naming_its_blobs_and_fail_with_the_error
         "exitCodes": {"main": 0},
         "jobState": "completed",
     }
-    assert facet["vmSize"] and facet["costEstimate"]["basis"]
+    assert facet["vmSize"]
+    assert facet["costEstimate"]["basis"]
 
     # The Batch task got the task's OpenLineage run as its parent, and the DAG run as the root.
     written = trained["xcom"]["return_value"]
@@ -141,7 +143,8 @@ def test_a_run_emits_start_and_complete_naming_its_blobs_and_fail_with_the_error
     (event,) = trained["asset_events"]
     assert event["name"] == "lineage_test_model"
     assert event["extra"]["job_id"] == job_id
-    assert sorted(event["extra"]["blobs"]) == [f"{outputs}/{run_path}/config.json", f"{outputs}/{run_path}/weights.bin"]
+    written = f"wasb://127.0.0.1:{port}/{azurite.account}/lineage-out/{run_path}"
+    assert sorted(event["extra"]["blobs"]) == [f"{written}/config.json", f"{written}/weights.bin"]
     assert event["extra"]["return_value"]["auc"] == 0.93
     assert event["extra"]["results"]["main"]["auc"] == 0.93
 
@@ -159,6 +162,25 @@ def test_a_run_emits_start_and_complete_naming_its_blobs_and_fail_with_the_error
     assert fails[0]["run"]["facets"]["azureBatchJob"]["exitCodes"] == {"main": 3}
     assert _datasets(fails[0], "inputs") == {(inputs, "data")}
     assert not failed["asset_events"]
+
+    # A TorchX app's run: its Batch job and its Blob data the same way.
+    app = runs["lineage_torchx"]
+    assert app["task_state"] == "success", "\n".join(app["logs"][-30:])
+    app_job = default_job_id("lineage_torchx", "train", app["run_id"], -1)
+    (app_complete,) = wait_until(
+        lambda: [e for e in _events(events_file, "lineage_torchx.train") if e["eventType"] == "COMPLETE"],
+        timeout=60,
+        interval=0.5,
+        what="the TorchX app's COMPLETE event",
+    )
+    app_facet = app_complete["run"]["facets"]["azureBatchJob"]
+    assert (app_facet["jobId"], app_facet["poolId"], list(app_facet["exitCodes"].values())) == (
+        app_job,
+        shared_pool,
+        [0],
+    )
+    assert _datasets(app_complete, "inputs") == {(inputs, "data")}
+    assert (outputs, f"azbatch-logs/{app_job}") in _datasets(app_complete, "outputs")
 
 
 def test_without_the_openlineage_provider_nothing_of_it_is_imported_and_the_run_is_the_same(

@@ -27,36 +27,44 @@ from airflow_provider_azbatch.submission.blob_io import parse_inputs, parse_outp
 )
 def test_blob_data_is_named_by_the_openlineage_spec(account_url, container, path, namespace, name):
     dataset = blob_dataset(account_url, container, path)
-    assert dataset == DatasetName(namespace, name)
-    assert dataset_of_uri(dataset.uri) == dataset
+    assert (dataset.namespace, dataset.name) == (namespace, name)
+    # The asset URI holds the same parts (the container in its path: Airflow 3.0 and 3.1 drop a URI's user part).
+    assert "@" not in dataset.asset_uri
+    assert dataset_of_uri(dataset.asset_uri) == dataset
 
 
 def test_urls_are_named_without_their_query_and_blob_urls_as_blobs():
     assert url_dataset("https://example.org/files/vocab.txt?sig=secret#x") == DatasetName(
         "https://example.org", "files/vocab.txt"
     )
-    assert url_dataset("https://acct.blob.core.windows.net/models/v1/m.bin?sv=1&sig=s") == DatasetName(
-        "wasbs://models@acct.dfs.core.windows.net", "v1/m.bin"
-    )
+    blob = url_dataset("https://acct.blob.core.windows.net/models/v1/m.bin?sv=1&sig=s")
+    assert (blob.namespace, blob.name) == ("wasbs://models@acct.dfs.core.windows.net", "v1/m.bin")
+    assert blob.asset_uri == "wasbs://acct.dfs.core.windows.net/models/v1/m.bin"
     # A blob of the connection's own emulator account.
     storage = "http://127.0.0.1:10000/devstoreaccount1"
-    assert url_dataset("http://127.0.0.1:10000/devstoreaccount1/in/a.txt?sig=s", storage) == DatasetName(
-        "wasb://in@127.0.0.1:10000/devstoreaccount1", "a.txt"
-    )
+    own = url_dataset("http://127.0.0.1:10000/devstoreaccount1/in/a.txt?sig=s", storage)
+    assert (own.namespace, own.name) == ("wasb://in@127.0.0.1:10000/devstoreaccount1", "a.txt")
+    assert own.asset_uri == "wasb://127.0.0.1:10000/devstoreaccount1/in/a.txt"
 
 
-def test_an_asset_uri_of_another_scheme_is_refused_by_name():
-    with pytest.raises(ValueError, match="is not an Azure Blob asset URI"):
-        dataset_of_uri("s3://bucket/key")
+@pytest.mark.parametrize(
+    "uri",
+    ["s3://bucket/key", "wasbs://acct.dfs.core.windows.net", "wasbs://c@acct.dfs.core.windows.net/p"],
+)
+def test_an_asset_uri_not_of_this_form_is_refused_with_the_form(uri):
+    with pytest.raises(ValueError, match=r"is not an Azure Blob asset URI: wasbs://<account>\.dfs\.core\.windows\.net/"):
+        dataset_of_uri(uri)
+    with pytest.raises(ValueError, match="names no container after its account"):
+        dataset_of_uri("wasb://127.0.0.1:10000/devstoreaccount1")
 
 
 def test_airflow_normalizes_the_providers_asset_uris_with_its_handler():
     from airflow.sdk import Asset
 
-    asset = Asset(uri="wasbs://models@acct.dfs.core.windows.net/runs/")
-    assert asset.uri == "wasbs://models@acct.dfs.core.windows.net/runs"
-    with pytest.raises(ValueError, match="must name its container and storage account"):
-        Asset(uri="wasbs://acct.dfs.core.windows.net/runs")
+    asset = Asset(uri="wasbs://acct.dfs.core.windows.net/models/runs/")
+    assert asset.uri == "wasbs://acct.dfs.core.windows.net/models/runs"
+    with pytest.raises(ValueError, match="is not an Azure Blob asset URI"):
+        Asset(uri="wasbs://acct.dfs.core.windows.net")
 
 
 def test_a_runs_inputs_and_outputs_as_datasets():
