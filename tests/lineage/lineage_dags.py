@@ -60,7 +60,8 @@ def torchx_app(pool_id: str) -> DAG:
             task_id="train",
             component="utils.sh",
             component_args=["sh", "-c", "cat in/data/a.txt"],
-            pool_id=pool_id,
+            # The app's image needs a pool made for containers.
+            app_options={"shared_pool": "lineage-torchx-pool", "max_nodes": 1, "autoscale": False},
             inputs=[{"container": "lineage-in", "prefix": "data/", "path": "in"}],
             output_container="lineage-out",
             poll_interval=0.3,

@@ -176,7 +176,7 @@ def test_a_run_emits_start_and_complete_naming_its_blobs_and_fail_with_the_error
     app_facet = app_complete["run"]["facets"]["azureBatchJob"]
     assert (app_facet["jobId"], app_facet["poolId"], list(app_facet["exitCodes"].values())) == (
         app_job,
-        shared_pool,
+        "lineage-torchx-pool",
         [0],
     )
     assert _datasets(app_complete, "inputs") == {(inputs, "data")}
