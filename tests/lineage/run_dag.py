@@ -61,7 +61,7 @@ def main(dag_ids: str, pool_id: str, output: str) -> None:
 def _activate_assets_on_3_0(dag) -> None:  # type: ignore[no-untyped-def]
     """Airflow 3.0's ``dag.test()`` leaves a DAG's assets inactive (its task then refuses its outlets): activate them
     as the DAG processor does. 3.1+ does it in tests.airflow_helpers.sync_dag_to_db."""
-    from airflow.serialization.serialized_objects import LazyDeserializedDAG
+    from airflow.serialization.serialized_objects import LazyDeserializedDAG, SerializedDAG
 
     if hasattr(LazyDeserializedDAG, "from_dag"):
         return
@@ -72,7 +72,8 @@ def _activate_assets_on_3_0(dag) -> None:  # type: ignore[no-untyped-def]
     with create_session() as session:
         session.merge(DagBundleModel(name="dags-folder"))
         session.flush()
-        SchedulerDAG.bulk_write_to_db("dags-folder", None, [dag], session=session)
+        scheduler_dag = SerializedDAG.deserialize_dag(SerializedDAG.serialize_dag(dag))
+        SchedulerDAG.bulk_write_to_db("dags-folder", None, [scheduler_dag], session=session)
 
 
 def run_one(dag_id: str, pool_id: str) -> dict:
