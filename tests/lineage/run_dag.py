@@ -95,6 +95,10 @@ def run_one(dag_id: str, pool_id: str) -> dict:
         xcom = session.query(XComModel).filter_by(run_id=run.run_id, task_id="train", key="return_value").first()
         value = XComModel.deserialize_value(xcom) if xcom is not None else None
     imported = sorted(name for name in sys.modules if any(name.startswith(blocked) for blocked in BLOCKED))
+    # What the provider told Airflow's hook lineage collector in this process (so far: the runs before too).
+    from airflow_provider_azbatch.compat import hook_lineage_collector
+
+    collected = hook_lineage_collector().collected_assets
     return {
         "state": str(run.state),
         "task_state": str(run.get_task_instance("train").state),
@@ -102,6 +106,8 @@ def run_one(dag_id: str, pool_id: str) -> dict:
         "xcom": value,
         "asset_events": events,
         "imported": imported,
+        "hook_inputs": sorted({info.asset.uri for info in collected.inputs}),
+        "hook_outputs": sorted({info.asset.uri for info in collected.outputs}),
         "logs": logs,
     }
 

@@ -139,6 +139,11 @@ def test_a_run_emits_start_and_complete_naming_its_blobs_and_fail_with_the_error
         }
     }
 
+    # Every Blob read and write, as Airflow's hook lineage collector was told (in the asset URIs' form).
+    account = f"wasb://127.0.0.1:{port}/{azurite.account}"
+    assert f"{account}/lineage-in/data" in trained["hook_inputs"]
+    assert {f"{account}/lineage-out/{run_path}", f"{account}/lineage-out/azbatch-logs"} <= set(trained["hook_outputs"])
+
     # The declared output's asset: what the job wrote, and its result.
     (event,) = trained["asset_events"]
     assert event["name"] == "lineage_test_model"
@@ -191,6 +196,7 @@ def test_without_the_openlineage_provider_nothing_of_it_is_imported_and_the_run_
     assert (trained["state"], trained["task_state"]) == ("success", "success"), "\n".join(trained["logs"][-30:])
     assert trained["imported"] == []
     assert not events_file.exists()
+    assert (trained["hook_inputs"], trained["hook_outputs"]) == ([], [])  # no reader: Airflow's no-op collector
     # No parent run in the Batch task's environment; the asset event is there all the same.
     assert trained["xcom"]["return_value"] == {"auc": 0.93, "parent_id": "unset", "context": None}
     (event,) = trained["asset_events"]
