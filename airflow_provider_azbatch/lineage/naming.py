@@ -3,7 +3,7 @@
 OpenLineage names Azure Blob Storage data ``wasbs://{container}@{account}.dfs.core.windows.net`` (the namespace)
 and ``{blob path}`` (the name). The provider's Airflow asset URIs hold the same parts with the container moved from
 the URI's user part into its path, ``wasbs://{account}.dfs.core.windows.net/{container}/{blob path}``: Airflow 3.0
-and 3.1 drop a URI's user part (the container) from an asset URI.
+drops a URI's user part (the container) from an asset URI (see compat.py).
 
 Beyond the spec's public-cloud example:
 

@@ -28,7 +28,7 @@ from airflow_provider_azbatch.submission.blob_io import parse_inputs, parse_outp
 def test_blob_data_is_named_by_the_openlineage_spec(account_url, container, path, namespace, name):
     dataset = blob_dataset(account_url, container, path)
     assert (dataset.namespace, dataset.name) == (namespace, name)
-    # The asset URI holds the same parts (the container in its path: Airflow 3.0 and 3.1 drop a URI's user part).
+    # The asset URI holds the same parts (the container in its path: Airflow 3.0 drops a URI's user part).
     assert "@" not in dataset.asset_uri
     assert dataset_of_uri(dataset.asset_uri) == dataset
 
