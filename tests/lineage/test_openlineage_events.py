@@ -202,3 +202,25 @@ def test_without_the_openlineage_provider_nothing_of_it_is_imported_and_the_run_
     (event,) = trained["asset_events"]
     assert event["extra"]["return_value"] == {"auc": 0.93, "parent_id": "unset", "context": None}
     assert len(event["extra"]["blobs"]) == 2
+
+
+def test_the_run_facets_schema_ships_with_the_package_and_names_its_fields():
+    """(Here, not in tests/unit: it imports the OpenLineage provider, which the dependency floors' set has at a
+    version that does not import on the newest Airflow.)"""
+    import json
+    from importlib import resources
+
+    import attr
+
+    from airflow_provider_azbatch.lineage.openlineage import SCHEMA_URL, AzureBatchJobRunFacet
+
+    schema = json.loads(
+        resources.files("airflow_provider_azbatch.lineage").joinpath("AzureBatchJobRunFacet.json").read_text()
+    )
+    assert schema["$id"] == SCHEMA_URL
+    documented = schema["$defs"]["AzureBatchJobRunFacet"]["allOf"][1]["properties"]
+    assert set(documented) == {
+        field.name for field in attr.fields(AzureBatchJobRunFacet) if not field.name.startswith("_")
+    }
+    facet = AzureBatchJobRunFacet(account="a", accountUrl="https://a.westeurope.batch.azure.com")
+    assert facet._schemaURL == SCHEMA_URL

@@ -52,7 +52,9 @@ def test_urls_are_named_without_their_query_and_blob_urls_as_blobs():
     ["s3://bucket/key", "wasbs://acct.dfs.core.windows.net", "wasbs://c@acct.dfs.core.windows.net/p"],
 )
 def test_an_asset_uri_not_of_this_form_is_refused_with_the_form(uri):
-    with pytest.raises(ValueError, match=r"is not an Azure Blob asset URI: wasbs://<account>\.dfs\.core\.windows\.net/"):
+    with pytest.raises(
+        ValueError, match=r"is not an Azure Blob asset URI: wasbs://<account>\.dfs\.core\.windows\.net/"
+    ):
         dataset_of_uri(uri)
     with pytest.raises(ValueError, match="names no container after its account"):
         dataset_of_uri("wasb://127.0.0.1:10000/devstoreaccount1")
@@ -138,23 +140,3 @@ def test_the_run_facet_of_an_ended_job():
         "taskCounts": {"active": 0, "running": 0, "completed": 2, "succeeded": 1, "failed": 1},
         "exitCodes": {"a": 0, "b": 3},
     }
-
-
-def test_the_run_facets_schema_ships_with_the_package_and_names_its_fields():
-    import json
-    from importlib import resources
-
-    import attr
-
-    from airflow_provider_azbatch.lineage.openlineage import SCHEMA_URL, AzureBatchJobRunFacet
-
-    schema = json.loads(
-        resources.files("airflow_provider_azbatch.lineage").joinpath("AzureBatchJobRunFacet.json").read_text()
-    )
-    assert schema["$id"] == SCHEMA_URL
-    documented = schema["$defs"]["AzureBatchJobRunFacet"]["allOf"][1]["properties"]
-    assert set(documented) == {
-        field.name for field in attr.fields(AzureBatchJobRunFacet) if not field.name.startswith("_")
-    }
-    facet = AzureBatchJobRunFacet(account="a", accountUrl="https://a.westeurope.batch.azure.com")
-    assert facet._schemaURL == SCHEMA_URL
