@@ -287,6 +287,45 @@ def triggers_run_inline() -> bool:
     return type(comms).__name__ == "InProcessSupervisorComms"
 
 
+# -- lineage -------------------------------------------------------------------------------------------
+# What differs, and how the provider does the same on every line (docs/reference/airflow-lines.md):
+# - the hook lineage collector lives in airflow.lineage.hook on 3.0 and 3.1, airflow.sdk.lineage on 3.2+;
+# - 3.0 drops an asset URI's user part (3.1+ only a password): the provider's asset URIs carry the container in
+#   their path on every line, not as ``container@`` (lineage/naming.py);
+# - the OpenLineage provider each line's dependency set takes (2.6 on 3.0) may lack the root's namespace macro:
+#   the root is then in the task's namespace (lineage/parent.py);
+# - 3.0's ``dag.test()`` leaves a DAG's assets inactive until the DAG processor has parsed the file, and a task
+#   with assets among its outlets fails there (AirflowInactiveAssetInInletOrOutletException); a deployment, and
+#   3.1+, activate them.
+
+
+def hook_lineage_collector() -> Any:
+    """Airflow's hook lineage collector of this process (a no-op one unless a hook lineage reader, such as the
+    OpenLineage provider's, is registered)."""
+    try:  # 3.2+
+        from airflow.sdk.lineage import get_hook_lineage_collector
+    except ImportError:  # 3.0, 3.1
+        from airflow.lineage.hook import get_hook_lineage_collector  # type: ignore[no-redef,import-not-found]
+    return get_hook_lineage_collector()
+
+
+def openlineage_enabled() -> bool:
+    """Whether the OpenLineage provider is installed and enabled (a transport configured, not disabled). Nothing of
+    it is imported when it is not installed."""
+    import importlib.util
+
+    try:
+        if importlib.util.find_spec("airflow.providers.openlineage") is None:
+            return False
+    except (ImportError, ValueError):
+        return False
+    try:
+        from airflow.providers.openlineage import conf as openlineage_conf
+    except ImportError:  # installed but broken (a missing dependency): as if absent
+        return False
+    return not openlineage_conf.is_disabled()
+
+
 # -- the command line ----------------------------------------------------------------------------------
 
 
@@ -347,9 +386,11 @@ __all__ = [
     "atask_state",
     "conf",
     "dags_in_file",
+    "hook_lineage_collector",
     "incr_metric",
     "named_logger",
     "off_trigger_loop",
+    "openlineage_enabled",
     "redirect_stdout_log_handlers_to_stderr",
     "to_reply",
     "trigger_timed_out",

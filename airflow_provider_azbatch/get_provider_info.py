@@ -51,6 +51,16 @@ def get_provider_info() -> dict[str, Any]:
         "task-decorators": [
             {"name": "azure_batch", "class-name": "airflow_provider_azbatch.decorators.azure_batch.azure_batch_task"}
         ],
+        # Azure Blob asset URIs, as OpenLineage names the data (lineage/naming.py): the hook lineage collector's
+        # assets, and outlets such as Asset("wasbs://models@acct.dfs.core.windows.net/runs"), become datasets.
+        "asset-uris": [
+            {
+                "schemes": ["wasbs", "wasb"],
+                "handler": "airflow_provider_azbatch.lineage.assets.sanitize_uri",
+                "factory": "airflow_provider_azbatch.lineage.assets.create_asset",
+                "to_openlineage_converter": "airflow_provider_azbatch.lineage.assets.convert_asset_to_openlineage",
+            }
+        ],
         "connection-types": [
             {
                 "connection-type": "azbatch",

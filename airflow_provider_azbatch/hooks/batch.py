@@ -468,7 +468,7 @@ class AzureBatchHook(BaseHook):
     # -- Blob storage -------------------------------------------------------------------------------
     def blob_storage(self, needed_for: str) -> BlobStorage:
         """The connection's storage account (for task inputs, outputs and logs)."""
-        return BlobStorage.from_settings(self.settings, needed_for)
+        return BlobStorage.from_settings(self.settings, needed_for, owner=self)
 
     # -- retried submission requests -----------------------------------------------------------------
     def _raise_if_quota(self, exc: BaseException) -> None:

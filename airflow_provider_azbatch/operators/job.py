@@ -26,6 +26,8 @@ from airflow_provider_azbatch.compat import (
 )
 from airflow_provider_azbatch.exceptions import QuotaReachedError
 from airflow_provider_azbatch.hooks.batch import AzureBatchHook
+from airflow_provider_azbatch.lineage.outlets import add_outlets, declared_assets, record_events
+from airflow_provider_azbatch.lineage.parent import parent_environment
 from airflow_provider_azbatch.links.job import LINK_XCOM_KEY, AzureBatchJobLink, link_data
 from airflow_provider_azbatch.pools.strategy import BatchPool
 from airflow_provider_azbatch.runs import Expectations, JobRun, RunResult, RunSettings, TaskInstanceRef, event_in_full
@@ -181,6 +183,11 @@ class AzureBatchJobOperator(BaseOperator):
     :param result_file: a JSON file every task (without its own ``result_file``) writes in its working
         directory: read back when the job succeeded, into the XCom result's ``results`` by task id (a
         single task's also as ``return_value``), at most ``[azbatch] max_result_bytes`` each.
+
+    Lineage (see docs/howto/lineage.md): an output with ``"asset": Asset(...)`` adds the asset to ``outlets``; each
+    asset among the outlets gets an event of a successful run with the job id, the blobs written and the results as
+    its extra. With the OpenLineage provider, the run's events name its Blob inputs and outputs and its Batch job,
+    and the Batch tasks get the task's OpenLineage parent run (``OPENLINEAGE_CONTEXT``...).
     """
 
     template_fields: Sequence[str] = (
@@ -363,6 +370,12 @@ class AzureBatchJobOperator(BaseOperator):
             "blob": None if blob is not None else _FLAT_NAMES,
         }
         self.job_request().check(rendered=False)
+        # Each output's asset among the outlets: Airflow schedules the DAGs waiting for it from the DAG file.
+        self.outlets = add_outlets(list(self.outlets or []), declared_assets(self.blob.outputs, self.tasks))
+        # How the run ended (and why it failed), for its lineage; the OpenLineage parent run for the Batch tasks.
+        self.lineage_result: RunResult | None = None
+        self.lineage_failure: str | None = None
+        self._lineage_environment: dict[str, str] = {}
 
     # The settings a user may read back from the operator.
     @property
@@ -406,7 +419,7 @@ class AzureBatchJobOperator(BaseOperator):
             workspace=self.workspace,
             job_id=self.job_id,
             display_name=self.display_name,
-            environment=self.environment,
+            environment=self._environment(running),
             metadata=self.metadata,
             max_task_retries=self.max_task_retries,
             max_wall_clock=self.max_wall_clock,
@@ -426,6 +439,12 @@ class AzureBatchJobOperator(BaseOperator):
             option_names=self._option_names,
         )
 
+    def _environment(self, running: bool) -> Any:
+        """The job's environment: the DAG author's, over the OpenLineage parent run's variables when running."""
+        if not running or not self._lineage_environment or not isinstance(self.environment, (Mapping, type(None))):
+            return self.environment
+        return {**self._lineage_environment, **(self.environment or {})}
+
     # -- execution ------------------------------------------------------------------------------------
     def execute(self, context: Context) -> Any:
         return self._submit_and_wait(context, quota_since=None)
@@ -438,6 +457,7 @@ class AzureBatchJobOperator(BaseOperator):
 
     def _submit_and_wait(self, context: Context, quota_since: float | None) -> Any:
         run = self.run
+        self._lineage_environment = parent_environment(context)
         while True:
             try:
                 # Both can meet a quota: creating a shared pool, creating the job.
@@ -527,7 +547,15 @@ class AzureBatchJobOperator(BaseOperator):
             ti = context["ti"]
             link = {**link_data(self.hook, result.job_id, getattr(ti, "try_number", None)), "deleted": True}
             context["ti"].xcom_push(key=LINK_XCOM_KEY, value=link)
+        self.lineage_result = result
+        if result.succeeded:
+            record_events(self, context, result)
         return self.outcome(result)
+
+    def asset_results(self, result: RunResult) -> dict[str, Any] | None:
+        """The tasks' result-file values an asset event carries (by Batch task id)."""
+        results = result.xcom.get("results")
+        return dict(results) if isinstance(results, dict) else None
 
     def outcome(self, result: RunResult) -> Any:
         """The run's result as Airflow's: the XCom value, or the exception that fails the task."""
@@ -541,8 +569,25 @@ class AzureBatchJobOperator(BaseOperator):
         """Fail the task with the failure report: logged as the last line before Airflow's traceback (which
         readers meet first, above 25 lines of Airflow's own frames), and the exception's message (what
         callbacks, e-mails and the UI's failure summary show)."""
+        self.lineage_failure = report
         self.log.error("%s", report)
         raise AirflowException(report)
 
     def on_kill(self) -> None:
         self.run.on_kill()
+
+    # -- OpenLineage (called by the OpenLineage provider alone: nothing of it is imported otherwise) ----------
+    def get_openlineage_facets_on_start(self) -> Any:
+        from airflow_provider_azbatch.lineage.openlineage import facets
+
+        return facets(self, "start")
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        from airflow_provider_azbatch.lineage.openlineage import facets
+
+        return facets(self, "complete")
+
+    def get_openlineage_facets_on_failure(self, task_instance: Any) -> Any:
+        from airflow_provider_azbatch.lineage.openlineage import facets
+
+        return facets(self, "failure")

@@ -35,6 +35,7 @@ from airflow_provider_azbatch.watching.drivers import run_sync
 from airflow_provider_azbatch.watching.preemption import requeues
 from airflow_provider_azbatch.watching.state import TERMINAL_JOB_STATES, WatchState
 from airflow_provider_azbatch.workspace.spec import METADATA_KEY as WORKSPACE_METADATA_KEY
+from airflow_provider_azbatch.workspace.spec import STAGED_METADATA_KEY
 
 # Failed tasks named in the reason of a skip.
 NAMED_SKIPPED = 5
@@ -93,6 +94,11 @@ class RunResult:
     log_location: dict[str, str] | None = None
     # on_finish_action deleted the job.
     deleted: bool = False
+    # Nodes that ran the job's tasks (of the first tasks listed), when the job started, and the blobs staged for
+    # its tasks ((container, blob name): workspaces, a TaskFlow function's call): what lineage reports.
+    nodes: int = 0
+    started_at: datetime | None = None
+    staged_blobs: tuple[tuple[str, str], ...] = ()
 
     @property
     def succeeded(self) -> bool:
@@ -105,6 +111,15 @@ def workspaces_of(job: Any) -> list[str]:
         (item.value for item in (getattr(job, "metadata", None) or []) if item.name == WORKSPACE_METADATA_KEY), ""
     )
     return [sha for sha in value.split(",") if sha]
+
+
+def staged_blobs_of(job: Any) -> tuple[tuple[str, str], ...]:
+    """The (container, blob name) of each file staged for the job's tasks (recorded on the job at submission)."""
+    value = next(
+        (item.value for item in (getattr(job, "metadata", None) or []) if item.name == STAGED_METADATA_KEY), ""
+    )
+    pairs = (entry.partition("/") for entry in value.split(",") if "/" in entry)
+    return tuple((container, name) for container, _, name in pairs)
 
 
 def skip_reason(
@@ -196,6 +211,7 @@ def collect_result(
     }
     if failure is None and skipped is None:
         failure = _add_results(hook, state, expectations, xcom)
+    execution = getattr(job, "execution_info", None) if job is not None else None
     return RunResult(
         job_id,
         xcom,
@@ -204,6 +220,9 @@ def collect_result(
         total=outcomes.total,
         failed=len(outcomes.failed),
         log_location=state.log_location,
+        nodes=len({outcome.node_id for outcome in outcomes.listed if outcome.node_id}),
+        started_at=getattr(execution, "start_time", None),
+        staged_blobs=staged_blobs_of(job),
     )
 
 

@@ -21,6 +21,7 @@ from airflow_provider_azbatch.submission.request import CheckedRequest, JobReque
 from airflow_provider_azbatch.submission.tasks import TaskSpec
 from airflow_provider_azbatch.watching.preemption import spot_watch
 from airflow_provider_azbatch.workspace.spec import METADATA_KEY as WORKSPACE_METADATA_KEY
+from airflow_provider_azbatch.workspace.spec import STAGED_METADATA_KEY
 from airflow_provider_azbatch.workspace.staged_files import stage_files
 from airflow_provider_azbatch.workspace.staging import stage_workspaces
 
@@ -85,6 +86,12 @@ def build_submission(hook: Any, request: JobRequest, where: TaskInstanceRef | No
     pool_id, auto_pool = prepare_request_pool(hook, request, checked, registry, log)
     if packed:
         metadata[WORKSPACE_METADATA_KEY] = ",".join(workspace.sha256 for workspace in packed)
+    staged = [(item.container, item.blob) for item in extras.files]
+    staged += [(item.container, item.blob) for item in extras.workspaces.values()]
+    if staged:
+        # What the tasks read besides their inputs, kept with the job for lineage (in the order staged, once each).
+        blobs = dict.fromkeys(f"{container}/{blob}" for container, blob in staged if container)
+        metadata[STAGED_METADATA_KEY] = ",".join(blobs)
     log_location = LogLocation(extras.log_container, request.blob.logs_prefix) if extras.log_container else None
     if log_location is not None:
         # Kept with the job, so that anyone watching it later (the sensor, the CLI) finds its uploaded logs.

@@ -58,11 +58,17 @@ def storage():
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory, batch, storage, statsd):
+def openlineage_events(tmp_path_factory):
+    return tmp_path_factory.mktemp("openlineage") / "events.jsonl"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory, batch, storage, statsd, openlineage_events):
     # The deployment's DAGs: the example deferrable DAG and the checks in tests/airflow_run/dags.
     dags = tmp_path_factory.mktemp("dags")
     shutil.copy(ROOT / "example_dags" / f"{DAG_ID}.py", dags)
     shutil.copy(Path(__file__).parent / "dags" / "azbatch_cluster_checks.py", dags)
+    shutil.copy(Path(__file__).parent / "dags" / "azbatch_lineage.py", dags)
     registry = {
         "conn_type": "generic",
         "host": "registry.example.test",
@@ -78,6 +84,11 @@ def cluster(tmp_path_factory, batch, storage, statsd):
             ),
             "AIRFLOW_CONN_TEST_REGISTRY": json.dumps(registry),
             **statsd.airflow_env,
+            # The OpenLineage provider's events, one JSON a line, from every component.
+            "AIRFLOW__OPENLINEAGE__NAMESPACE": "deployment",
+            "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps(
+                {"type": "file", "log_file_path": str(openlineage_events), "append": True}
+            ),
         },
     )
     try:
@@ -88,6 +99,8 @@ def cluster(tmp_path_factory, batch, storage, statsd):
             "azbatch_registry_secret",
             "azbatch_deferral_timeout",
             "azbatch_taskflow",
+            "azbatch_lineage_training",
+            "azbatch_lineage_evaluation",
         ):
             cluster.wait_for_dag(dag_id)
         yield cluster
@@ -374,3 +387,81 @@ def test_a_deferred_taskflow_function_returns_what_the_dag_branches_on(cluster):
     ]
     assert cluster.xcom("azbatch_taskflow", run_id, "evaluate", "run") == run_id
     assert cluster.xcom("azbatch_taskflow", run_id, "ship") == "shipping with score 0.9"
+
+
+def _openlineage_events(path: Path, job: str) -> list[dict]:
+    lines = path.read_text().splitlines() if path.exists() else []
+    return [event for line in lines if line.strip() and (event := json.loads(line))["job"]["name"] == job]
+
+
+def test_an_asset_scheduled_dag_runs_once_per_training_run_with_its_job_and_metrics(
+    cluster, storage, openlineage_events
+):
+    from azure.storage.blob import BlobServiceClient
+
+    with BlobServiceClient(
+        storage.url, credential={"account_name": storage.account, "account_key": storage.key}
+    ) as blobs:
+        container = blobs.get_container_client("lineage-in")
+        if not container.exists():
+            container.create_container()
+        container.upload_blob("data/a.txt", b"one two three\n", overwrite=True)
+    producer, consumer = "azbatch_lineage_training", "azbatch_lineage_evaluation"
+    port = storage.url.rsplit(":", 1)[1].split("/")[0]
+    outputs = f"wasb://lineage-out@127.0.0.1:{port}/{storage.account}"
+
+    def evaluations() -> list[dict]:
+        return cluster.api("GET", f"/dags/{consumer}/dagRuns?order_by=start_date&limit=100")["dag_runs"]
+
+    seen: list[str] = []
+    for number in (1, 2):
+        run_id = cluster.trigger(producer)
+        wait_until(
+            lambda run_id=run_id: cluster.run_state(producer, run_id) in ("success", "failed"), timeout=240, interval=1
+        )
+        assert cluster.run_state(producer, run_id) == "success", "\n".join(cluster.task_log(producer, run_id, "train"))
+        # One evaluation run per training run, started by the asset event, with the job and its metrics.
+        runs = wait_until(
+            lambda number=number: (
+                [r for r in evaluations() if r["state"] in ("success", "failed")][number - 1 :] or None
+            ),
+            timeout=120,
+            interval=1,
+            what=f"evaluation run {number}",
+        )
+        (evaluation,) = runs
+        assert evaluation["state"] == "success"
+        assert evaluation["run_type"] == "asset_triggered"
+        (event,) = cluster.xcom(consumer, evaluation["dag_run_id"], "evaluate")
+        job_id = default_job_id(producer, "train", run_id, -1)
+        path = f"models/{run_id.replace(':', '_').replace('+', '_')}"
+        assert event["source_run_id"] == run_id
+        assert event["job_id"] == job_id
+        assert event["return_value"] == {"auc": 0.91, "rows": 3}
+        assert event["blobs"] == [f"wasb://127.0.0.1:{port}/{storage.account}/lineage-out/{path}/weights.bin"]
+        seen.append(job_id)
+    assert len(evaluations()) == 2
+    assert len(set(seen)) == 2
+
+    # The OpenLineage provider's file transport: each training run started and completed, naming its Blob data and
+    # its Batch job.
+    inputs = f"wasb://lineage-in@127.0.0.1:{port}/{storage.account}"
+    completes = wait_until(
+        lambda: (
+            [e for e in _openlineage_events(openlineage_events, f"{producer}.train") if e["eventType"] == "COMPLETE"]
+            if len(seen) == 2
+            else None
+        ),
+        timeout=60,
+        interval=1,
+        what="the COMPLETE events",
+    )
+    assert sorted(e["run"]["facets"]["azureBatchJob"]["jobId"] for e in completes) == sorted(seen)
+    starts = [e for e in _openlineage_events(openlineage_events, f"{producer}.train") if e["eventType"] == "START"]
+    assert starts
+    for complete in completes:
+        assert (inputs, "data") in {(d["namespace"], d["name"]) for d in complete["inputs"]}
+        assert any(d["namespace"] == outputs and d["name"].startswith("models/") for d in complete["outputs"])
+        assert complete["run"]["facets"]["azureBatchJob"]["exitCodes"] == {"main": 0}
+        # The TaskFlow function is the job's source code.
+        assert "def train()" in complete["job"]["facets"]["sourceCode"]["sourceCode"]
