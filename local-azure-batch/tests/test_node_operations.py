@@ -14,8 +14,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from azure.batch import BatchClient
 from azure.batch import models as m
-from azure.batch.models import _models as unexported
 from azure.batch.aio import BatchClient as AsyncBatchClient
+from azure.batch.models import _models as unexported
 from azure.core.credentials import AzureNamedKeyCredential
 from azure.core.exceptions import HttpResponseError
 from azure.storage.blob import ContainerClient, ContainerSasPermissions, generate_container_sas
