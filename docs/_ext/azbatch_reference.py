@@ -186,6 +186,8 @@ EXTRA_PURPOSES = {
     "([developing DAGs locally](howto/local-development.md))",
     "torchx": "where Airflow runs TorchX apps: the `azure_batch` TorchX scheduler and `AzureBatchTorchXOperator` "
     "(the training step of the [GPU tutorial](tutorials/gpu-training.md); [TorchX](howto/torchx.md))",
+    "openlineage": "where Airflow reports lineage: the OpenLineage provider, for the runs' OpenLineage events "
+    "([OpenLineage](howto/lineage.md)); nothing of it is imported without it",
     "test": "this repository's tests, on every Airflow line",
     "dev": "this repository's checks and its tests on the newest line",
     "docs": "building this documentation (Python 3.11 and later)",
