@@ -128,6 +128,7 @@ class StallsOnce(AzureBatchJobTrigger):
     skipped = 5
     stalled = False
     caught_up_after: int | None = None  # the last line this trigger had shown when it read the checkpoint
+    theirs_offset: int | None = None  # where the other trigger's checkpoint is
     stood_by: tuple[float, float] | None = None
 
     async def _read_checkpoint(self):
@@ -136,8 +137,12 @@ class StallsOnce(AzureBatchJobTrigger):
         assert self._state is not None
         theirs = self._state.to_json()
         cursor = theirs["cursors"]["t/stdout.txt"]
-        self.caught_up_after = cursor["offset"] // LINE_BYTES
-        cursor["offset"] += self.skipped * LINE_BYTES
+        # The other trigger checkpointed once, `skipped` lines further, then stopped: a later read (a busy machine
+        # may stall this trigger again) finds that same checkpoint, not one further still.
+        if self.theirs_offset is None:
+            self.caught_up_after = cursor["offset"] // LINE_BYTES
+            self.theirs_offset = cursor["offset"] + self.skipped * LINE_BYTES
+        cursor["offset"] = max(cursor["offset"], self.theirs_offset)
         return theirs
 
     async def _stand_by(self, theirs, late):
