@@ -10,6 +10,8 @@ GET | PUT    /_emulator/quota      {"jobs": N, "pools": N, "nodes": N}; null is 
                                    is left as it is
 GET | PUT    /_emulator/storage    {"blobEndpoints": {account: url}, "mountSources": {source: dir}}; PUT adds to
                                    them (a null value removes one)
+GET | PUT    /_emulator/hostlist   {"order": "primary-first" | "primary-last"}: where the primary's node is in
+                                   the AZ_BATCH_HOST_LIST of multi-instance tasks started from then on
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from .faults import FaultInjector, FaultSpecError
-from .model.account import ServiceSettings
+from .model.account import HOST_LIST_ORDERS, ServiceSettings
 from .rest.urls import OPERATIONS
 
 if TYPE_CHECKING:
@@ -46,6 +48,8 @@ def admin_routes(server: LocalBatchServer) -> list[web.RouteDef]:
         web.put("/_emulator/quota", admin.put_quota),
         web.get("/_emulator/storage", admin.storage),
         web.put("/_emulator/storage", admin.put_storage),
+        web.get("/_emulator/hostlist", admin.host_list),
+        web.put("/_emulator/hostlist", admin.put_host_list),
     ]
 
 
@@ -132,6 +136,21 @@ class _Admin:
                 else:
                     current[key] = value
         return web.json_response(self._storage())
+
+    async def host_list(self, request: web.Request) -> web.Response:
+        return web.json_response({"order": self._settings().host_list_order})
+
+    async def put_host_list(self, request: web.Request) -> web.Response:
+        try:
+            body = json.loads(await request.text() or "{}")
+        except json.JSONDecodeError as exc:
+            return web.json_response({"error": f"the body is not JSON: {exc}"}, status=400)
+        order = body.get("order") if isinstance(body, dict) else None
+        if order not in HOST_LIST_ORDERS:
+            choices = ", ".join(HOST_LIST_ORDERS)
+            return web.json_response({"error": f"give an object with order: one of {choices}"}, status=400)
+        self._settings().host_list_order = order
+        return web.json_response({"order": order})
 
     def _storage(self) -> dict[str, dict[str, str]]:
         settings = self._settings()

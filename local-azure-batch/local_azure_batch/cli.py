@@ -12,6 +12,7 @@ from pathlib import Path
 from .account import DEV_ACCOUNT_KEY, DEV_ACCOUNT_NAME, DEV_SUBSCRIPTION_ID
 from .app import EmulatorConfig, LocalBatchServer
 from .faults import FaultSpecError
+from .model.account import HOST_LIST_ORDERS
 from .model.persistence import StateFileError
 
 
@@ -97,6 +98,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="a VM size pools may name besides the sizes the service knows (data/vm_sizes.json), for a size "
         "newer than that list; repeatable",
     )
+    parser.add_argument(
+        "--host-list-order",
+        choices=HOST_LIST_ORDERS,
+        default="primary-first",
+        help="where a multi-instance task's AZ_BATCH_HOST_LIST puts the primary's node (Batch does not document "
+        "the order; AZ_BATCH_MASTER_NODE names the primary): first (default) or last",
+    )
     parser.add_argument("--quiet", action="store_true", help="do not log requests")
     parser.add_argument(
         "--request-log",
@@ -157,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         blob_endpoints=dict(args.blob_endpoint),
         mount_sources=dict(args.mount_source),
         extra_vm_sizes=tuple(args.vm_size),
+        host_list_order=args.host_list_order,
         request_log_size=args.request_log,
         state_dir=args.state_dir,
     )

@@ -111,6 +111,13 @@ class LocalBatchService:
             body["mountSources"] = mount_sources
         return self._admin("PUT", "storage", json.dumps(body))
 
+    def set_host_list_order(self, order: str) -> str:
+        """Where multi-instance tasks started from now on find the primary's node in ``AZ_BATCH_HOST_LIST``:
+        ``primary-first`` or ``primary-last``; returns the order before."""
+        before = self._admin("GET", "hostlist")["order"]
+        self._admin("PUT", "hostlist", json.dumps({"order": order}))
+        return before
+
     def log_text(self) -> str:
         return "\n".join(self.output)
 
