@@ -171,7 +171,7 @@ class ReplicaLog:
         # Both streams merged by when their lines were written (stdout first within a second).
         merged = heapq.merge(*per_stream, key=lambda item: (item[0] if item[0] is not None else math.inf, item[1]))
         for written, _, line in merged:
-            if self.until is not None and written is not None and written > math.ceil(self.until):
+            if self.until is not None and written is not None and written > self.until + 1:
                 break
             if self._keep(written, line):
                 yield line
@@ -234,7 +234,7 @@ class ReplicaLog:
                     partial.add(stream.name)
         while True:
             done = replica.done  # asked before reading: the read after it gets all there is
-            over = self.until is not None and time.time() > math.ceil(self.until)
+            over = self.until is not None and time.time() > self.until + 1
             for stream in streams:
                 lines = self._poll(replica, stream, final=done)
                 if stream.name in partial and lines:

@@ -4,7 +4,6 @@ Pure: no I/O, no Airflow."""
 from __future__ import annotations
 
 import bisect
-import math
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -102,10 +101,10 @@ def epoch(moment: datetime | None) -> float | None:
 
 
 def within(written: int | None, since: float | None, until: float | None, *, now: float) -> bool:
-    """Whether output recorded in second ``written`` (None: after the last sample, so about ``now``) falls in
-    [since, until], to the second: the wrapper samples once a second, so a line recorded in second ``s`` was
-    written in the second before it."""
+    """Whether output recorded in second ``written`` (None: after the last sample, so about ``now``) may have been
+    written in [since, until]. The wrapper samples once a second: output recorded in second ``s`` was written in
+    the second before it, so the selection is to the second (a line up to a second either side may be in)."""
     moment = written if written is not None else now
-    if since is not None and moment < math.floor(since):
+    if since is not None and moment < since:
         return False
-    return until is None or moment <= math.ceil(until)
+    return until is None or moment <= until + 1

@@ -121,7 +121,12 @@ def test_a_replica_on_another_node_that_fails_ends_the_app_at_the_next_status(az
             interval=1,
             what="the app FAILED",
         )
-        assert status.msg.startswith("Role 'worker' replica 1 failed with exit code 4"), status
+        # The status that saw it ended the job (replica 0 still running then).
+        assert status.msg == (
+            "Role 'worker' replica 1 failed with exit code 4; the app was stopped (fail fast). Last 1 lines of its "
+            "stderr:\n    replica 1 gives up"
+        )
+        assert replicas_of(status, "worker")[0][0] == AppState.RUNNING
         job_id = job_of(handle)
         # The status ended the job: replica 0 does not sleep its 600 s.
         wait_until(
@@ -171,7 +176,7 @@ def test_which_replica_a_node_runs_needs_neither_the_host_list_order_nor_hostnam
 ):
     script = (
         "echo replica=$TORCHX_REPLICA_ID rank0=$TORCHX_RANK0_HOST "
-        'master=${AZ_BATCH_MASTER_NODE%:*} first=${AZ_BATCH_HOST_LIST%%,*}; hostname -I || true'
+        "master=${AZ_BATCH_MASTER_NODE%:*} first=${AZ_BATCH_HOST_LIST%%,*}; hostname -I || true"
     )
     role = sh_role("rank", script, num_replicas=3, env={"PATH": busybox_path})
     with runner_api.get_runner() as runner:

@@ -231,8 +231,10 @@ def test_records_and_time_indexes_read_back():
     assert [times.time_of("stdout", offset) for offset in (0, 5, 6, 11, 12)] == [101, 101, 103, 103, None]
     assert times.time_of("stderr", 0) == 103
     now = 200.0
-    assert within(101, 101.5, None, now=now)
-    assert not within(100, 101.5, None, now=now)
+    # Recorded in second 102: written in the second before it, so maybe after 101.5; in 101: before it.
+    assert within(102, 101.5, None, now=now)
+    assert not within(101, 101.5, None, now=now)
+    # Recorded in 103: maybe written by 102.2; in 104: after it.
     assert within(103, None, 102.2, now=now)
     assert not within(104, None, 102.2, now=now)
     assert within(None, 150, None, now=now)  # not in the index yet: written about now
