@@ -137,9 +137,9 @@ class AzureBatchScheduler(WorkspaceMixin[None], Scheduler[AzureBatchOpts]):
 
     # -- read ----------------------------------------------------------------------------------------------
     def _reader(self, app_id: str) -> AppReader:
+        hook, job_id = self._job(app_id)  # first: Airflow is imported there with its log lines off stdout
         from airflow_provider_azbatch.torchx.replicas import AppReader
 
-        hook, job_id = self._job(app_id)
         return AppReader(hook, job_id, has_storage=bool(hook.settings.storage_account_url))
 
     def describe(self, app_id: str) -> DescribeAppResponse | None:
@@ -282,12 +282,15 @@ class AzureBatchScheduler(WorkspaceMixin[None], Scheduler[AzureBatchOpts]):
         streams: Stream | None = None,
     ) -> Iterable[str]:
         """A replica's lines (:mod:`.logs`); the replicas of one app read it together, once per poll."""
-        from airflow_provider_azbatch.torchx.logs import AppFollower, replica_lines
-
         with self._lock:
             follower = self._followers.get(app_id)
             if follower is None:
-                follower = self._followers[app_id] = AppFollower(self._reader(app_id))
+                reader = self._reader(app_id)
+                from airflow_provider_azbatch.torchx.logs import AppFollower
+
+                follower = self._followers[app_id] = AppFollower(reader)
+        from airflow_provider_azbatch.torchx.logs import replica_lines
+
         app = follower.app()
         if app is None:
             raise ValueError(f"app {app_id} does not exist (its Batch job is gone)")

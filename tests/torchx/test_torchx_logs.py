@@ -22,7 +22,7 @@ from torchx.specs import AppDef, Resource, Role  # noqa: E402
 
 from airflow_provider_azbatch.torchx.logs import POLL_SECONDS  # noqa: E402
 from tests.helpers import wait_until  # noqa: E402
-from tests.torchx.test_torchx_replicas import job_of, pool_gone  # noqa: E402
+from tests.torchx.conftest import job_of, pool_gone  # noqa: E402
 
 pytestmark = pytest.mark.azurite
 

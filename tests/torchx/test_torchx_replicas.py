@@ -20,6 +20,7 @@ from torchx.schedulers.api import Stream  # noqa: E402
 from torchx.specs import AppDef, AppState, Resource, RetryPolicy, Role  # noqa: E402
 
 from tests.helpers import wait_until  # noqa: E402
+from tests.torchx.conftest import job_of, pool_gone  # noqa: E402
 
 pytestmark = pytest.mark.azurite
 
@@ -37,10 +38,6 @@ def sh_role(name: str, script: str, **kwargs) -> Role:
     return Role(name, image="", entrypoint="sh", args=["-c", script], resource=SMALL, **kwargs)
 
 
-def job_of(handle: str) -> str:
-    return handle.rsplit(":", 1)[1]
-
-
 def replicas_of(status, role: str) -> dict[int, tuple[AppState, str | None, int, str]]:
     """{replica: (state, exit code, restarts, message)} of a role."""
     (found,) = (item for item in status.roles if item.role == role)
@@ -49,12 +46,6 @@ def replicas_of(status, role: str) -> dict[int, tuple[AppState, str | None, int,
         detail = json.loads(replica.structured_error_msg)
         out[replica.id] = (replica.state, detail["errorCode"], detail["restarts"], detail["message"])
     return out
-
-
-def pool_gone(batch_client, job_id: str) -> bool:
-    """The pool made for the job is deleted (and with it every node's files)."""
-    pool_id = batch_client.get_job(job_id).execution_info.pool_id
-    return pool_id not in {pool.id for pool in batch_client.list_pools()}
 
 
 @pytest.fixture
