@@ -42,6 +42,9 @@ def _command_line(task_id: str, field_name: str, script: str) -> str:
     return command
 
 
+# What a side task that uploads logs is told (JobSideTask.log_upload).
+LOGS_URL_ENV = "AZBATCH_LOGS_URL"
+LOGS_PATH_ENV = "AZBATCH_LOGS_PATH"
 # Where result files are uploaded, under a task's uploaded logs.
 RESULT_FILES_DIR = "result"
 
@@ -220,17 +223,25 @@ class JobSubmission:
             command = f"{staged.prelude()}\n{command}"
             resource_files.append(staged.resource_file(shared=False))
         run_as = side.run_as or self.run_as
+        environment = {**side.environment, **(self._log_upload_environment() if side.log_upload else {})}
         return {
             "id": side.id,
             "user_identity": batch_models.UserIdentity(run_as.to_rest()) if run_as is not None else None,
             "command_line": _command_line(f"job_{side.kind}", "command", command),
             "container_settings": extras.container_settings(side.image),
             "resource_files": resource_files or None,
-            "environment_settings": [
-                batch_models.EnvironmentSetting(name=k, value=v) for k, v in side.environment.items()
-            ]
+            "environment_settings": [batch_models.EnvironmentSetting(name=k, value=v) for k, v in environment.items()]
             or None,
         }
+
+    def _log_upload_environment(self) -> dict[str, str]:
+        """Where a side task uploads to: the log container's URL with its write SAS (the task's, as output files
+        carry one) and the job's path in it. Nothing when logs are not uploaded, or by a managed identity."""
+        extras = self.extras
+        url = extras.write_urls.get(extras.log_container or "")
+        if not url or extras.log_path is None:
+            return {}
+        return {LOGS_URL_ENV: url, LOGS_PATH_ENV: extras.log_path(self.job_id, "")}
 
     def _preparation_task(self) -> batch_models.BatchJobPreparationTask | None:
         side = self.job_preparation

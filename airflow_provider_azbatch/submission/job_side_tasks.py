@@ -11,6 +11,7 @@ commands like a task's, with environment, Blob inputs, a wall clock, the job's c
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -53,6 +54,9 @@ class JobSideTask:
     image: str | None = None
     # Who it runs as (the operator's run_as when None).
     run_as: RunAs | None = None
+    # Not a user's field: the task gets the job's log container (a write SAS URL) and log path, to upload what
+    # a node keeps beyond its tasks' output files (the TorchX scheduler's other replicas; see JobSubmission).
+    log_upload: bool = False
 
     template_fields: ClassVar[tuple[str, ...]] = ("command", "environment", "inputs", "image")
 
@@ -77,7 +81,8 @@ class JobSideTask:
         if isinstance(value, JobSideTask):
             if value.kind != kind:
                 raise check.fail(where, f"is a job {value.kind} task, not a job {kind} task")
-            value = {name: getattr(value, name) for name in cls._fields(kind)}
+            parsed = cls.parse({name: getattr(value, name) for name in cls._fields(kind)}, kind, where)
+            return dataclasses.replace(parsed, log_upload=value.log_upload) if parsed is not None else None
         if isinstance(value, str):
             value = {"command": value}
         known = cls._fields(kind)

@@ -2,16 +2,21 @@
 
 - Each role is one Batch task (its id from the role's name, its display name the name itself); a role with
   ``num_replicas > 1`` is a multi-instance task: the primary node runs replica 0 as the task's command, and
-  the coordination command starts the role on every other node in the background. Every replica gets its own
-  macros: ``replica_id`` (the node's position in ``AZ_BATCH_HOST_LIST``; the primary's is 0), ``app_id`` (the
-  full app id, as in ``TORCHX_JOB_ID``), ``rank0_env`` = ``TORCHX_RANK0_HOST``, which holds the primary's bare
-  address (``AZ_BATCH_MASTER_NODE`` without its port; ``localhost`` for a single replica).
+  the coordination command starts the role on every other node in the background. Every replica runs under the
+  node wrapper (:mod:`.node`: which replica a node runs, its record, restarts, the time of its output) with its
+  own macros: ``replica_id``, ``app_id`` (the full app id, as in ``TORCHX_JOB_ID``), ``rank0_env`` =
+  ``TORCHX_RANK0_HOST``, which holds the primary's bare address (``AZ_BATCH_MASTER_NODE`` without its port;
+  ``localhost`` for a single replica).
+- The job fails fast: the first role (or replica 0) that fails after its retries ends it (Batch's own
+  ``fail_fast``); a replica other than 0 is seen failing by ``describe``, which ends the job then.
 - Commands are quoted (``shlex``) and handed to ``/bin/sh -c`` by the provider: Batch runs no shell itself.
 - Resources pick the pool's VM size through :mod:`airflow_provider_azbatch.compute`: one pool serves every role,
   so its nodes must satisfy the largest of them; a role no size satisfies is refused naming the role.
-- ``env``, ``max_retries`` (the task's retries), ``metadata`` (the job's), bind and device mounts (container
-  run options, the same for every role) are expressed; what Batch cannot express is refused before anything
-  is submitted.
+- ``env``, ``max_retries`` (the task's retries; with ``RetryPolicy.REPLICA`` on several replicas, each replica's
+  restarts in place), ``metadata`` (the job's), bind and device mounts (container run options, the same for
+  every role) are expressed; what Batch cannot express is refused before anything is submitted.
+- With the output kept (a storage account, ``log_container``), replica 0's record is uploaded with its output,
+  and the other replicas' by the job release task.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import re
 import secrets
 import shlex
 import string
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -29,32 +34,23 @@ from torchx.specs import AppDef, BindMount, DeviceMount, Resource, RetryPolicy, 
 
 from airflow_provider_azbatch.compute import ComputeSpecError, ResourceRequirements, pool_spec_from_requirements
 from airflow_provider_azbatch.exceptions import AzureBatchValidationError
+from airflow_provider_azbatch.hooks.storage import LogLocation
 from airflow_provider_azbatch.pools.strategy import BatchPool, PoolStrategyError
+from airflow_provider_azbatch.submission.blob_io import OutputSpec
+from airflow_provider_azbatch.submission.job_side_tasks import PREPARATION, RELEASE, JobSideTask
 from airflow_provider_azbatch.submission.options import BlobOptions, ContainerOptions
 from airflow_provider_azbatch.submission.request import JobRequest
 from airflow_provider_azbatch.submission.validation import MAX_ID_LENGTH
+from airflow_provider_azbatch.torchx import node
 from airflow_provider_azbatch.torchx.names import APP_METADATA_KEY, JOB_ID_PREFIX, ROLES_METADATA_KEY
+from airflow_provider_azbatch.torchx.node import RANK0_ENV
 from airflow_provider_azbatch.torchx.options import AzureBatchOpts, TorchXOptionError
 from airflow_provider_azbatch.workspace.spec import Workspace
 
-RANK0_ENV = "TORCHX_RANK0_HOST"
-REPLICA_ENV = "TORCHX_REPLICA_ID"
-HOST_ENV = "TORCHX_REPLICA_HOST"
 # Resource.capabilities the scheduler understands.
 CAPABILITIES = ("vm_size", "gpu_kind", "low_priority", "os_image")
-
-# The node's position in AZ_BATCH_HOST_LIST: its own address among the machine's (`hostname -I`), else the
-# subtask's number, the name of its task directory (a node of the local Batch service has a loopback address
-# of its own, which the machine does not list).
-_REPLICA_INDEX = """\
-TORCHX_REPLICA_ID=
-i=0
-for h in $(printf '%s' "$AZ_BATCH_HOST_LIST" | tr ',' ' '); do
-  case " $(hostname -I 2>/dev/null) " in *" $h "*) TORCHX_REPLICA_ID=$i;; esac
-  i=$((i+1))
-done
-[ -n "$TORCHX_REPLICA_ID" ] || TORCHX_REPLICA_ID=$(basename "$AZ_BATCH_TASK_DIR")
-export TORCHX_REPLICA_ID"""
+# Where the output is kept in the log container: <prefix>/<job>/<task>/ (LogLocation).
+LOGS_PREFIX = "torchx"
 
 
 def new_job_id(app_name: str) -> str:
@@ -178,59 +174,38 @@ def _replica_role(role: Role, app_id: str, replica: int) -> Role:
     return macros.Values(img_root="", app_id=app_id, replica_id=str(replica), rank0_env=RANK0_ENV).apply(role)
 
 
-# On a node of a multi-instance task: its own address (the host list's entry at the replica's position), and
-# torchrun's defaults for it (torchrun reads every argument from PET_<NAME> when it is not on its command line;
-# a role's own values win): where this node's agent listens, and that the primary hosts the rendezvous store
-# (added to a role's PET_RDZV_CONF; torch would otherwise decide by the host name, which every node of the
-# local Batch service shares).
-_NODE_EXPORTS = "\n".join(
-    [
-        f'export {HOST_ENV}="$(printf \'%s\' "$AZ_BATCH_HOST_LIST" | cut -d, -f$(( {REPLICA_ENV} + 1 )))"',
-        f'export PET_LOCAL_ADDR="${{PET_LOCAL_ADDR:-${HOST_ENV}}}"',
-        'case ",$PET_RDZV_CONF," in *,is_host=*) ;; *) '
-        'export PET_RDZV_CONF="${PET_RDZV_CONF:+$PET_RDZV_CONF,}is_host=$AZ_BATCH_IS_CURRENT_NODE_MASTER";; esac',
-    ]
-)
-
-
-def _script(role: Role, exports: Mapping[str, str], *, multi: bool, workspace: bool, replica: int) -> str:
-    lines = [
-        f'export {RANK0_ENV}="${{AZ_BATCH_MASTER_NODE%:*}}"' if multi else f"export {RANK0_ENV}=localhost",
-    ]
-    if multi:
-        lines.append(_NODE_EXPORTS)
-    else:
-        lines.append(f"export {REPLICA_ENV}={replica}")
-    lines += [f"export {name}={shlex.quote(value)}" for name, value in exports.items()]
-    if workspace:
-        # Where torchx's other schedulers run a role: in its workspace.
-        lines.append('cd "$AZBATCH_WORKSPACE"')
-    lines.append("exec " + shlex.join([role.entrypoint, *role.args]))
-    return "\n".join(lines)
-
-
 def role_task(
-    role: Role, task_id: str, app_id: str, *, workspace: Workspace | None, containers: bool, single_role: bool
+    role: Role,
+    task_id: str,
+    app_id: str,
+    *,
+    workspace: Workspace | None,
+    containers: bool,
+    single_role: bool,
+    records: OutputSpec | None = None,
 ) -> dict[str, Any]:
-    """The role as one Batch task (a multi-instance task for several replicas)."""
+    """The role as one Batch task (a multi-instance task for several replicas); each replica runs under the
+    node wrapper (:mod:`.node`). ``records``: where replica 0's record and time index are uploaded."""
     _check_role(role, single_role)
     replicas = [_replica_role(role, app_id, index) for index in range(role.num_replicas)]
     # Variables every replica has alike go to the task; those the replica_id macro makes differ are exported.
     common = {name: value for name, value in replicas[0].env.items() if all(r.env.get(name) == value for r in replicas)}
-    multi = role.num_replicas > 1
-    scripts = [
-        _script(
-            replica,
-            {name: value for name, value in replica.env.items() if name not in common},
-            multi=multi,
-            workspace=workspace is not None,
-            replica=index,
-        )
-        for index, replica in enumerate(replicas)
+    own = [
+        ({name: value for name, value in replica.env.items() if name not in common}, replica.entrypoint, replica.args)
+        for replica in replicas
     ]
+    multi = role.num_replicas > 1
+    # REPLICA: each replica restarts in place on its node; otherwise Batch retries the role's task.
+    in_place = multi and role.retry_policy == RetryPolicy.REPLICA
+    restarts = role.max_retries if in_place else 0
+    shipped = workspace is not None
+    if multi:
+        command = node.primary_command(*own[0], workspace=shipped, restarts=restarts)
+    else:
+        command = node.single_node_command(*own[0], workspace=shipped, restarts=restarts)
     spec: dict[str, Any] = {
         "id": task_id,
-        "command_line": scripts[0] if not multi else f"export {REPLICA_ENV}=0\n{scripts[0]}",
+        "command_line": command,
         "display_name": role.name,
         "environment": common,
         "num_nodes": role.num_replicas,
@@ -241,20 +216,14 @@ def role_task(
         raise AzureBatchValidationError(
             f"role '{role.name}' mounts", "apply to a role's container: leave containers=True (the default)"
         )
-    if role.max_retries:
+    if role.max_retries and not in_place:
         spec["max_retries"] = role.max_retries
     if workspace is not None:
         spec["workspace"] = workspace
+    if records is not None:
+        spec["outputs"] = [records]
     if multi:
-        others = scripts[1:]
-        if all(script == others[0] for script in others):
-            start = f"( {others[0]} ) </dev/null &"
-        else:
-            branches = "\n".join(f"  {index}) ( {script} ) </dev/null & ;;" for index, script in enumerate(others, 1))
-            start = f'case "$TORCHX_REPLICA_ID" in\n{branches}\nesac'
-        spec["coordination_command"] = (
-            f'if [ "$AZ_BATCH_IS_CURRENT_NODE_MASTER" != true ]; then\n{_REPLICA_INDEX}\n{start}\nfi'
-        )
+        spec["coordination_command"] = node.coordination_command(own[1:], workspace=shipped, restarts=restarts)
     return spec
 
 
@@ -266,15 +235,12 @@ def _check_role(role: Role, single_role: bool) -> None:
             f"is {role.min_replicas} with num_replicas={role.num_replicas}: Azure Batch runs a fixed number of "
             "replicas, not an elastic range; give one number (e.g. -j 2x1, not -j 1:2x1)",
         )
-    if role.retry_policy == RetryPolicy.REPLICA and role.num_replicas > 1 and role.max_retries:
-        raise AzureBatchValidationError(
-            f"{where} retry_policy",
-            "is REPLICA: Azure Batch retries a multi-instance task on all its nodes; use RetryPolicy.ROLE",
-        )
     if role.retry_policy == RetryPolicy.APPLICATION and not single_role and role.max_retries:
         raise AzureBatchValidationError(
             f"{where} retry_policy",
-            "is APPLICATION: Azure Batch retries each role's task by itself; use RetryPolicy.ROLE",
+            "is APPLICATION (TorchX's default) with max_retries: Azure Batch cannot restart an app of several "
+            "roles as a whole, only each role's task by itself; use RetryPolicy.ROLE (the role restarts on all its "
+            "nodes) or RetryPolicy.REPLICA (a replica restarts on its node), or max_retries=0",
         )
 
 
@@ -297,8 +263,11 @@ def _mount_options(role: Role) -> str:
 
 
 # -- the whole app -----------------------------------------------------------------------------------------
-def role_workspace(role: Role, ship: bool, note: Callable[[str], None]) -> Workspace | None:
-    """The provider's workspace for the role's torchx workspace: one local directory, shipped through Blob."""
+def role_workspace(role: Role, ship: bool, note: Callable[[str], None], *, skip: bool = False) -> Workspace | None:
+    """The provider's workspace for the role's torchx workspace: one local directory, shipped through Blob.
+
+    ``ship``: the account can ship it (it has a storage account); if not, the app is refused, unless ``skip``
+    (the user chose to run without it: a note says so before anything is submitted)."""
     workspace = role.workspace
     if not workspace:
         return None
@@ -310,9 +279,16 @@ def role_workspace(role: Role, ship: bool, note: Callable[[str], None]) -> Works
         )
     path = next(iter(workspace.projects))
     if not ship:
+        if not skip:
+            raise TorchXOptionError(
+                "skip_workspace",
+                f"is off, and role '{role.name}' has the workspace {path}, which cannot reach the nodes: the Batch "
+                "account has no storage account to stage it in (give the connection storage_account_url). Run "
+                "without a workspace (--workspace ''), or without this one, saying so (-cfg skip_workspace=True)",
+            )
         note(
-            f"The workspace {path} is not shipped: the Batch account has no storage account to stage it in "
-            f"(storage_account_url); role '{role.name}' runs with its image's files. --workspace '' hides this note"
+            f"Role '{role.name}' runs without its workspace {path} (skip_workspace): the Batch account has no "
+            "storage account to stage it in; the role has only its image's files"
         )
         return None
     return Workspace(path)
@@ -337,14 +313,17 @@ def job_request(
         raise AzureBatchValidationError("app", f"'{app.name}' has no roles")
     pool = pool_of(app, opts)
     ids = task_ids(app.roles)
+    keep_logs = has_storage and bool(opts.log_container)
+    location = LogLocation(opts.log_container, LOGS_PREFIX) if keep_logs else None
     tasks = [
         role_task(
             role,
             task_id,
             app_id,
-            workspace=workspace or role_workspace(role, has_storage, note),
+            workspace=workspace or role_workspace(role, has_storage, note, skip=opts.skip_workspace),
             containers=opts.containers,
             single_role=len(app.roles) == 1,
+            records=_records(location, job_id, task_id),
         )
         for role, task_id in zip(app.roles, ids, strict=True)
     ]
@@ -352,13 +331,17 @@ def job_request(
         [role.name, task_id, role.num_replicas, role.entrypoint] for role, task_id in zip(app.roles, ids, strict=True)
     ]
     metadata = {**app.metadata, APP_METADATA_KEY: app.name, ROLES_METADATA_KEY: json.dumps(roles)}
-    keep_logs = has_storage and bool(opts.log_container)
     if not keep_logs and pool.kind == "auto":
         note(
             "The output is not kept after the app ends: its pool goes with it, and "
             + ("log_container is empty" if has_storage else "the Batch account has no storage account to keep it in")
             + "; torchx log reads it while the app runs"
         )
+    # The other replicas' output and records, uploaded from their nodes when the job ends (see .node).
+    preparation = release = None
+    if keep_logs and any(role.num_replicas > 1 for role in app.roles):
+        preparation = JobSideTask(PREPARATION, node.PREPARATION_COMMAND)
+        release = JobSideTask(RELEASE, node.RELEASE_COMMAND, log_upload=True)
     if opts.priority is not None and not -1000 <= opts.priority <= 1000:
         raise TorchXOptionError("priority", f"is {opts.priority}: give -1000 to 1000")
     # Bind and device mounts are container run options, which the provider sets for the whole job.
@@ -371,12 +354,28 @@ def job_request(
         pool=pool,
         tasks=tasks,
         containers=ContainerOptions(registry_conn_id=opts.registry_conn_id, run_options=next(iter(mounts), None)),
-        blob=BlobOptions(output_container=opts.log_container if keep_logs else None, logs_prefix="torchx"),
+        blob=BlobOptions(output_container=opts.log_container if keep_logs else None, logs_prefix=LOGS_PREFIX),
         job_id=job_id,
         display_name=app.name,
         metadata=metadata,
         priority=opts.priority,
         job_max_wall_clock=timedelta(seconds=opts.max_wall_clock) if opts.max_wall_clock else None,
+        # The first role or replica 0 that fails (after its retries) ends the app; describe ends it for the others.
+        fail_fast=True,
+        job_preparation=preparation,
+        job_release=release,
     )
     request.check(rendered=True)
     return request
+
+
+def _records(location: LogLocation | None, job_id: str, task_id: str) -> OutputSpec | None:
+    """Replica 0's record and time index, uploaded beside its stdout and stderr (when the output is kept)."""
+    if location is None:
+        return None
+    return OutputSpec(
+        pattern=f"../{node.RECORDS_PATTERN}",
+        container=location.container,
+        path=location.path(job_id, task_id),
+        upload="completion",
+    )

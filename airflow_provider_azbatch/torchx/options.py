@@ -71,6 +71,9 @@ class AzureBatchOpts(StructuredOpts):
     image_repo: str | None = None
     """Accepted for command lines written for Docker-workspace schedulers; unused: workspaces are shipped as files through Blob storage, not pushed as images."""  # noqa: E501
 
+    skip_workspace: bool = False
+    """Run without the roles' workspace when the account cannot ship it (it has no storage account), saying so before submitting; by default such an app is refused."""  # noqa: E501
+
     containers: bool = True
     """Run each role in its image (False: directly on the pool's nodes, e.g. an existing pool without container support)."""  # noqa: E501
 

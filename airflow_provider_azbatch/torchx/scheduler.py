@@ -15,9 +15,11 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import threading
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler, Stream
@@ -25,19 +27,21 @@ from torchx.specs import AppDef, AppDryRunInfo, AppState, CfgVal, ReplicaStatus,
 from torchx.workspace.api import WorkspaceMixin
 
 from airflow_provider_azbatch.torchx.account import Account, split_app_id
-from airflow_provider_azbatch.torchx.names import APP_METADATA_KEY, JOB_ID_PREFIX, roles_of
+from airflow_provider_azbatch.torchx.names import APP_METADATA_KEY, JOB_ID_PREFIX
 from airflow_provider_azbatch.torchx.options import AzureBatchOpts
-from airflow_provider_azbatch.torchx.states import CANCEL_REASON, CANCEL_REASONS, app_state, replica_state
+from airflow_provider_azbatch.torchx.states import CANCEL_REASON, FAIL_FAST_REASON, app_state
 
 if TYPE_CHECKING:
     from airflow_provider_azbatch.hooks.batch import AzureBatchHook
     from airflow_provider_azbatch.submission.request import JobRequest
+    from airflow_provider_azbatch.torchx.logs import AppFollower
+    from airflow_provider_azbatch.torchx.replicas import App, AppReader, Replica
 
 SCHEDULER = "azure_batch"
 log = logging.getLogger(__name__)
-# stderr lines of the failed task quoted in a FAILED app's message.
+# stderr lines of the failed replica quoted in a FAILED app's message.
 FAILURE_TAIL_LINES = 20
-TASK_SELECT = ["id", "state", "executionInfo", "nodeInfo", "containerSettings"]
+STDERR_FILE = "stderr.txt"
 
 
 def note(message: str) -> None:
@@ -64,6 +68,12 @@ class AzureBatchScheduler(WorkspaceMixin[None], Scheduler[AzureBatchOpts]):
     def __init__(self, session_name: str) -> None:
         super().__init__(SCHEDULER, session_name)
         self._hooks: dict[str, AzureBatchHook] = {}
+        # TorchX reads logs in a thread per replica, each asking for the app first.
+        self._lock = threading.RLock()
+        self._describing: dict[str, threading.Lock] = {}
+        # app id -> (when its last describe ended, its answer)
+        self._described: dict[str, tuple[float, DescribeAppResponse | None]] = {}
+        self._followers: dict[str, AppFollower] = {}
 
     def _run_opts(self) -> runopts:
         return AzureBatchOpts.as_runopts()
@@ -76,10 +86,11 @@ class AzureBatchScheduler(WorkspaceMixin[None], Scheduler[AzureBatchOpts]):
 
     # -- accounts ------------------------------------------------------------------------------------------
     def _hook(self, account: Account) -> AzureBatchHook:
-        hook = self._hooks.get(account.ref)
-        if hook is None:
-            hook = self._hooks[account.ref] = account.hook()
-        return hook
+        with self._lock:
+            hook = self._hooks.get(account.ref)
+            if hook is None:
+                hook = self._hooks[account.ref] = account.hook()
+            return hook
 
     def _defaults(self) -> AzureBatchOpts:
         """The run options of ``.torchxconfig [azure_batch]``: how to reach an account named by an app id."""
@@ -125,103 +136,113 @@ class AzureBatchScheduler(WorkspaceMixin[None], Scheduler[AzureBatchOpts]):
         return job.app_id
 
     # -- read ----------------------------------------------------------------------------------------------
+    def _reader(self, app_id: str) -> AppReader:
+        hook, job_id = self._job(app_id)  # first: Airflow is imported there with its log lines off stdout
+        from airflow_provider_azbatch.torchx.replicas import AppReader
+
+        return AppReader(hook, job_id, has_storage=bool(hook.settings.storage_account_url))
+
     def describe(self, app_id: str) -> DescribeAppResponse | None:
-        from airflow_provider_azbatch.enums import enum_value
+        """The app, each replica's own state, exit code and restarts; a replica that failed while the others run
+        ends the app (fail fast). Callers asking while a describe of the app is under way share its answer:
+        ``torchx log`` asks once per replica, in threads, at its start."""
+        arrived = time.monotonic()
+        with self._lock:
+            lock = self._describing.setdefault(app_id, threading.Lock())
+        with lock:
+            shared = self._described.get(app_id)
+            if shared is not None and shared[0] > arrived:
+                return shared[1]
+            described = self._describe(app_id)
+            self._described[app_id] = (time.monotonic(), described)
+            return described
+
+    def _describe(self, app_id: str) -> DescribeAppResponse | None:
         from airflow_provider_azbatch.torchx.account import portal_url
 
-        hook, job_id = self._job(app_id)
-        job = hook.get_job(job_id, select=["id", "state", "executionInfo", "metadata"])
-        if job is None:
+        reader = self._reader(app_id)
+        app = reader.read(records=True)
+        if app is None:
             return None
-        metadata = {item.name: item.value for item in job.metadata or [] if item.name}
-        reason = getattr(job.execution_info, "termination_reason", None)
-        counts = hook.get_task_counts(job_id)
-        state = app_state(enum_value(job.state), reason, counts)
-        cancelled = reason in CANCEL_REASONS
-        statuses, roles = [], []
-        for name, task_id, replicas, entrypoint in roles_of(metadata):
-            task = hook.get_task(job_id, task_id, select=TASK_SELECT)
-            image = getattr(getattr(task, "container_settings", None), "image_name", None) or ""
-            roles.append(Role(name=name, image=image, entrypoint=entrypoint, num_replicas=replicas))
-            statuses.append(RoleStatus(name, self._replicas(hook, job_id, name, task, replicas, cancelled)))
+        stopped = self._fail_fast(reader, app)
+        statuses = [
+            RoleStatus(role.name, [_replica_status(replica, app, stopped) for replica in role.replicas])
+            for role in app.roles
+        ]
+        roles = [
+            Role(name=role.name, image=role.image, entrypoint=role.entrypoint, num_replicas=role.num_replicas)
+            for role in app.roles
+        ]
         msg = ""
-        if state == AppState.FAILED:
-            msg = self._failure(hook, job_id, reason, job.metadata)
-        elif state == AppState.CANCELLED:
-            msg = f"Batch job {job_id} was terminated ({reason})"
+        if app.state == AppState.FAILED:
+            msg = self._failure(reader, app, stopped)
+        elif app.state == AppState.CANCELLED:
+            msg = f"Batch job {app.job_id} was terminated ({app.terminate_reason})"
         return DescribeAppResponse(
             app_id=app_id,
-            state=state,
+            state=app.state,
+            num_restarts=max((replica.restarts for replica in app.replicas()), default=0),
             msg=msg,
-            ui_url=portal_url(hook, job_id),
-            metadata={key: value for key, value in metadata.items() if key != APP_METADATA_KEY},
+            ui_url=portal_url(reader.hook, app.job_id),
+            metadata={key: value for key, value in app.metadata.items() if key != APP_METADATA_KEY},
             roles_statuses=statuses,
             roles=roles,
         )
 
-    def _replicas(
-        self, hook: AzureBatchHook, job_id: str, role: str, task: Any, replicas: int, cancelled: bool
-    ) -> list[ReplicaStatus]:
-        from airflow_provider_azbatch.enums import enum_value
+    def _fail_fast(self, reader: AppReader, app: App) -> Replica | None:
+        """The replica whose failure ended the app, when one did; ends the job if it still runs.
 
-        def status(index: int, item: Any, state: str | None, info: Any) -> ReplicaStatus:
-            result = enum_value(info.result) if info is not None and info.result is not None else None
-            node = getattr(item, "node_info", None)
-            replica = ReplicaStatus(
-                index,
-                replica_state(state, result, cancelled=cancelled),
-                role,
-                hostname=getattr(node, "node_id", None) or "",
-            )
-            exit_code = getattr(info, "exit_code", None)
-            failure = getattr(info, "failure_info", None)
-            if state == "completed":
-                end = getattr(info, "end_time", None)
-                message = (
-                    f"{failure.code}: {failure.message}" if failure is not None else f"exited with code {exit_code}"
-                )
-                replica.structured_error_msg = json.dumps(
-                    {
-                        "message": message,
-                        # torchx shows no exit code 0 (it is falsy).
-                        "errorCode": None if exit_code is None else str(exit_code),
-                        "timestamp": int(end.timestamp()) if isinstance(end, datetime) else None,
-                    }
-                )
-            return replica
+        Batch ends the job itself when a task fails (replica 0 of a role: the provider's ``fail_fast``); a
+        replica on another node of a multi-instance task fails in the background of its task, which only its
+        record tells."""
+        failed = _first_failed(app)
+        if failed is None:
+            return None
+        if not app.ended and not app.cancelled and failed.index > 0:
+            reason = f"{FAIL_FAST_REASON}:{failed.role_index}/{failed.index}:{failed.exit_code}"
+            if reader.hook.terminate_job(app.job_id, reason=reason):
+                log.info("Role %r replica %d failed: app %s stopped (fail fast)", failed.role, failed.index, app.job_id)
+            app.terminate_reason = reason
+        return failed
 
-        if task is None:
-            return [ReplicaStatus(index, AppState.UNKNOWN, role, "") for index in range(replicas)]
-        info = task.execution_info
-        found = [status(0, task, enum_value(task.state), info)]
-        if replicas > 1:
-            for subtask in sorted(hook.list_subtasks(job_id, task.id), key=lambda s: s.id or 0):
-                if subtask.id:
-                    found.append(status(subtask.id, subtask, enum_value(subtask.state), subtask))
-            known = {replica.id for replica in found}
-            found += [
-                ReplicaStatus(index, AppState.CANCELLED if cancelled else AppState.PENDING, role, "")
-                for index in range(replicas)
-                if index not in known
-            ]
-        return found
+    def _failure(self, reader: AppReader, app: App, failed: Replica | None) -> str:
+        """Which role and replica failed first, with what exit code, and the end of its stderr; Batch's own
+        failure report when no replica says (a node, an image, the wall clock)."""
+        from airflow_provider_azbatch.torchx.replicas import last_lines
 
-    def _failure(self, hook: AzureBatchHook, job_id: str, reason: str | None, metadata: Any) -> str:
+        if failed is None or failed.exit_code is None:
+            return self._report(reader.hook, app)
+        headline = f"Role '{failed.role}' replica {failed.index} failed with exit code {failed.exit_code}"
+        if failed.restarts:
+            headline += f" after {failed.restarts} restart{'s' if failed.restarts > 1 else ''}"
+        others = [
+            replica for replica in app.replicas() if replica is not failed and replica.state != AppState.SUCCEEDED
+        ]
+        if others and app.terminate_reason not in (None, "AllTasksComplete"):
+            headline += "; the app was stopped (fail fast)"
+        tail = []
+        for files in (failed.files, failed.kept):
+            tail = last_lines(files, STDERR_FILE, FAILURE_TAIL_LINES)
+            if tail:
+                break
+        if not tail:
+            return headline + "."
+        return f"{headline}. Last {len(tail)} lines of its stderr:\n" + "\n".join(f"    {line}" for line in tail)
+
+    def _report(self, hook: AzureBatchHook, app: App) -> str:
         """The failure report the operator raises: which task failed, its exit code, the end of its stderr."""
-        from airflow_provider_azbatch.hooks.storage import LogLocation
         from airflow_provider_azbatch.results.failure_report import failure_report
         from airflow_provider_azbatch.results.outcomes import JobOutcomes
         from airflow_provider_azbatch.watching.drivers import run_sync
 
-        outcomes = JobOutcomes.collect(hook.list_task_outcomes(job_id))
-        location = LogLocation.from_metadata(metadata)
+        outcomes = JobOutcomes.collect(hook.list_task_outcomes(app.job_id))
         return run_sync(
             failure_report(
-                job_id,
+                app.job_id,
                 outcomes,
                 tail_lines=FAILURE_TAIL_LINES,
-                terminate_reason=reason,
-                log_location=location.to_json() if location else None,
+                terminate_reason=app.terminate_reason,
+                log_location=app.location.to_json() if app.location else None,
             ),
             hook,
         )
@@ -260,19 +281,29 @@ class AzureBatchScheduler(WorkspaceMixin[None], Scheduler[AzureBatchOpts]):
         should_tail: bool = False,
         streams: Stream | None = None,
     ) -> Iterable[str]:
+        """A replica's lines (:mod:`.logs`); the replicas of one app read it together, once per poll."""
+        with self._lock:
+            follower = self._followers.get(app_id)
+            if follower is None:
+                reader = self._reader(app_id)
+                from airflow_provider_azbatch.torchx.logs import AppFollower
+
+                follower = self._followers[app_id] = AppFollower(reader)
         from airflow_provider_azbatch.torchx.logs import replica_lines
 
-        hook, job_id = self._job(app_id)
-        job = hook.get_job(job_id, select=["id", "metadata"])
-        metadata = {item.name: item.value for item in (job.metadata if job is not None else None) or [] if item.name}
-        roles = {name: (task_id, replicas) for name, task_id, replicas, _ in roles_of(metadata)}
+        app = follower.app()
+        if app is None:
+            raise ValueError(f"app {app_id} does not exist (its Batch job is gone)")
+        roles = {role.name: role.num_replicas for role in app.roles}
         if role_name not in roles:
             raise ValueError(f"app {app_id} has no role '{role_name}' (its roles: {', '.join(roles) or 'none'})")
-        task_id, replicas = roles[role_name]
+        replicas = roles[role_name]
         if not 0 <= k < replicas:
             raise ValueError(f"role '{role_name}' of app {app_id} has replicas 0 to {replicas - 1}, not {k}")
         stream = streams.value if isinstance(streams, Stream) and streams != Stream.COMBINED else None
-        return replica_lines(hook, job_id, task_id, k, streams=stream, regex=regex, should_tail=should_tail)
+        return replica_lines(
+            follower, role_name, k, streams=stream, regex=regex, since=since, until=until, should_tail=should_tail
+        )
 
     # -- act -----------------------------------------------------------------------------------------------
     def _cancel_existing(self, app_id: str) -> None:
@@ -288,3 +319,51 @@ class AzureBatchScheduler(WorkspaceMixin[None], Scheduler[AzureBatchOpts]):
             if "client" in hook.__dict__:
                 hook.client.close()
         self._hooks.clear()
+
+
+def _first_failed(app: App) -> Replica | None:
+    """The replica that failed first (by its end; replica 0 of a role before another at the same time)."""
+    failed = [replica for replica in app.replicas() if replica.state == AppState.FAILED]
+    if not failed:
+        return None
+    far = datetime.max.replace(tzinfo=timezone.utc)
+    return min(failed, key=lambda replica: (replica.ended or far, replica.index, replica.role_index))
+
+
+def _replica_status(replica: Replica, app: App, failed: Replica | None) -> ReplicaStatus:
+    """A replica as TorchX shows it; its exit code, restarts and what happened in its structured message."""
+    status = ReplicaStatus(replica.index, replica.state, replica.role, replica.node_id, hostaddr=replica.host or None)
+    status.structured_error_msg = json.dumps(
+        {
+            "message": _replica_message(replica, app, failed),
+            # torchx shows no exit code 0 (it is falsy): a string is shown.
+            "errorCode": None if replica.exit_code is None else str(replica.exit_code),
+            "timestamp": int(replica.ended.timestamp()) if replica.ended is not None else None,
+            "restarts": replica.restarts,
+        }
+    )
+    return status
+
+
+def _replica_message(replica: Replica, app: App, failed: Replica | None) -> str:
+    restarts = f" (restarts: {replica.restarts})" if replica.restarts else ""
+    state = replica.state
+    if state in (AppState.SUCCEEDED, AppState.FAILED) and replica.exit_code is not None:
+        return f"exited with code {replica.exit_code}{restarts}"
+    if state == AppState.FAILED:
+        return f"Batch failed it: {replica.failure or 'no exit code'}{restarts}"
+    if state == AppState.RUNNING:
+        return f"running on node {replica.node_id}{restarts}" if replica.node_id else f"running{restarts}"
+    if state == AppState.PENDING:
+        return "waiting for its node"
+    if state == AppState.CANCELLED:
+        if app.cancelled:
+            why = f"the app was cancelled ({app.terminate_reason})"
+        elif failed is not None:
+            why = f"role '{failed.role}' replica {failed.index} failed (fail fast)"
+        elif replica.index > 0:
+            why = "replica 0 ended first (Batch ends a multi-instance task's other nodes with it)"
+        else:
+            why = f"its job ended ({app.terminate_reason})"
+        return f"stopped: {why}"
+    return replica.why_gone or "its own record was not kept"

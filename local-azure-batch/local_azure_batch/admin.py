@@ -10,6 +10,8 @@ GET | PUT    /_emulator/quota      {"jobs": N, "pools": N, "nodes": N}; null is 
                                    is left as it is
 GET | PUT    /_emulator/storage    {"blobEndpoints": {account: url}, "mountSources": {source: dir}}; PUT adds to
                                    them (a null value removes one)
+GET | PUT    /_emulator/hostlist   {"order": "primary-first" | "primary-last"}: where the primary's node is in
+                                   the AZ_BATCH_HOST_LIST of multi-instance tasks started from then on
 GET | PUT    /_emulator/spot       {"capacity": N}: Spot nodes of the account that can be up at once; null is no
                                    limit (model/spot.py)
 POST         /_emulator/pools/{poolId}/nodes/{nodeId}/preempt
@@ -24,7 +26,7 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from .faults import FaultInjector, FaultSpecError
-from .model.account import ServiceSettings
+from .model.account import HOST_LIST_ORDERS, ServiceSettings
 from .model.errors import BatchServiceError
 from .rest.urls import OPERATIONS
 
@@ -51,6 +53,8 @@ def admin_routes(server: LocalBatchServer) -> list[web.RouteDef]:
         web.put("/_emulator/quota", admin.put_quota),
         web.get("/_emulator/storage", admin.storage),
         web.put("/_emulator/storage", admin.put_storage),
+        web.get("/_emulator/hostlist", admin.host_list),
+        web.put("/_emulator/hostlist", admin.put_host_list),
         web.get("/_emulator/spot", admin.spot),
         web.put("/_emulator/spot", admin.put_spot),
         web.post("/_emulator/pools/{pool_id}/nodes/{node_id}/preempt", admin.preempt),
@@ -140,6 +144,21 @@ class _Admin:
                 else:
                     current[key] = value
         return web.json_response(self._storage())
+
+    async def host_list(self, request: web.Request) -> web.Response:
+        return web.json_response({"order": self._settings().host_list_order})
+
+    async def put_host_list(self, request: web.Request) -> web.Response:
+        try:
+            body = json.loads(await request.text() or "{}")
+        except json.JSONDecodeError as exc:
+            return web.json_response({"error": f"the body is not JSON: {exc}"}, status=400)
+        order = body.get("order") if isinstance(body, dict) else None
+        if order not in HOST_LIST_ORDERS:
+            choices = ", ".join(HOST_LIST_ORDERS)
+            return web.json_response({"error": f"give an object with order: one of {choices}"}, status=400)
+        self._settings().host_list_order = order
+        return web.json_response({"order": order})
 
     async def spot(self, request: web.Request) -> web.Response:
         return web.json_response({"capacity": self._settings().spot_capacity})

@@ -91,6 +91,7 @@ class EmulatorConfig:
     mount_sources: dict[str, str] = field(default_factory=dict)
     # VM sizes a pool may name besides the shipped list (sizes newer than data/vm_sizes.json).
     extra_vm_sizes: tuple[str, ...] = ()
+    host_list_order: str = "primary-first"
     request_log_size: int = 100_000
     # Pools, jobs and tasks are saved here and loaded at the next start; the task root is inside it.
     state_dir: Path | None = None
@@ -179,6 +180,7 @@ class LocalBatchServer:
                 blob_endpoints=dict(config.blob_endpoints),
                 mount_sources=dict(config.mount_sources),
                 extra_vm_sizes=frozenset(size.lower() for size in config.extra_vm_sizes),
+                host_list_order=config.host_list_order,
                 state_dir=config.state_dir.resolve() if config.state_dir is not None else None,
                 location=config.location,
                 unavailable_vm_sizes=frozenset(size.lower() for size in config.unavailable_vm_sizes),

@@ -17,6 +17,7 @@ from .auth.roles import ROLE_NAMES, parse_roles
 from .faults import FaultSpecError
 from .management.settings import DEFAULT_CORE_QUOTA, POOL_ALLOCATION_MODES, ManagementSettings
 from .management.skus import families
+from .model.account import HOST_LIST_ORDERS
 from .model.persistence import StateFileError
 
 
@@ -107,6 +108,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="a VM size pools may name besides the sizes the service knows (data/vm_sizes.json), for a size "
         "newer than that list; repeatable",
+    )
+    parser.add_argument(
+        "--host-list-order",
+        choices=HOST_LIST_ORDERS,
+        default="primary-first",
+        help="where a multi-instance task's AZ_BATCH_HOST_LIST puts the primary's node (Batch does not document "
+        "the order; AZ_BATCH_MASTER_NODE names the primary): first (default) or last",
     )
     parser.add_argument(
         "--principal",
@@ -251,6 +259,7 @@ def main(argv: list[str] | None = None) -> int:
         blob_endpoints=dict(args.blob_endpoint),
         mount_sources=dict(args.mount_source),
         extra_vm_sizes=tuple(args.vm_size),
+        host_list_order=args.host_list_order,
         request_log_size=args.request_log,
         state_dir=args.state_dir,
         principals=tuple(args.principal),

@@ -121,6 +121,13 @@ class LocalBatchService:
             body["mountSources"] = mount_sources
         return self._admin("PUT", "storage", json.dumps(body))
 
+    def set_host_list_order(self, order: str) -> str:
+        """Where multi-instance tasks started from now on find the primary's node in ``AZ_BATCH_HOST_LIST``:
+        ``primary-first`` or ``primary-last``; returns the order before."""
+        before = self._admin("GET", "hostlist")["order"]
+        self._admin("PUT", "hostlist", json.dumps({"order": order}))
+        return before
+
     def set_spot_capacity(self, capacity: int | None) -> None:
         """How many Spot nodes of the account can be up at once (None: no limit); pools seeking Spot nodes get them
         as it allows."""

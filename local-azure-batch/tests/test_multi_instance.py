@@ -7,6 +7,7 @@ import os
 import shlex
 import sys
 import textwrap
+import urllib.error
 import uuid
 
 import pytest
@@ -80,6 +81,30 @@ def _alive(pid):
     except ProcessLookupError:
         return False
     return True
+
+
+def test_the_host_list_can_name_the_primary_last_as_batch_does_not_promise_it_first(
+    batch_client, mpi_pool, local_batch_service
+):
+    client = batch_client
+    before = local_batch_service.set_host_list_order("primary-last")
+    try:
+        job_id = _job(client, mpi_pool)
+        client.create_task(job_id, _multi_instance_task("mpi", 2, COORDINATION, APPLICATION))
+        task = wait_until(lambda: _completed(client, job_id, "mpi"), what="multi-instance task")
+    finally:
+        local_batch_service.set_host_list_order(before)
+    nodes = {node.id: node for node in client.list_nodes(mpi_pool)}
+    primary = nodes[task.node_info.node_id]
+    (other,) = (node for node in nodes.values() if node.id != primary.id)
+    env = _lines(list(client.download_task_file(job_id, "mpi", "stdout.txt")), "coord ")
+    assert env["AZ_BATCH_HOST_LIST"] == f"{other.ip_address},{primary.ip_address}"
+    assert env["AZ_BATCH_NODE_LIST"] == f"{other.ip_address};{primary.ip_address}"
+    assert env["CCP_NODES"] == f"2 {other.ip_address} 1 {primary.ip_address} 1"
+    # The primary is the one AZ_BATCH_MASTER_NODE names, whatever the list's order.
+    assert env["AZ_BATCH_MASTER_NODE"] == f"{primary.ip_address}:6000"
+    with pytest.raises(urllib.error.HTTPError):
+        local_batch_service.set_host_list_order("alphabetical")
 
 
 def test_coordination_on_every_node_then_the_application_on_the_primary(batch_client, mpi_pool):

@@ -62,3 +62,9 @@ def torchx(workdir: Path) -> Callable[..., Run]:
 
 def job_of(handle: str) -> str:
     return handle.rsplit(":", 1)[1]
+
+
+def pool_gone(batch_client, job_id: str) -> bool:
+    """The pool made for the job is deleted (and with it every node's files)."""
+    pool_id = batch_client.get_job(job_id).execution_info.pool_id
+    return pool_id not in {pool.id for pool in batch_client.list_pools()}

@@ -43,7 +43,9 @@ def test_two_accounts_side_by_side_by_one_option_one_of_them_without_airflow(tor
     with run_local_batch_service(account_name="secondaccount", account_key=SECOND_KEY) as second:
         client = BatchClient(second.url, AzureNamedKeyCredential("secondaccount", SECOND_KEY))
         connection = {"conn_type": "azbatch", "login": "secondaccount", "password": SECOND_KEY}
-        env = {"AIRFLOW_CONN_RESEARCH": json.dumps({**connection, "extra": {"account_url": second.url}})}
+        # With a storage account, which ships the workspace (the current directory, torchx's default).
+        storage = {"storage_account_url": azurite.url, "storage_account_key": azurite.key}
+        env = {"AIRFLOW_CONN_RESEARCH": json.dumps({**connection, "extra": {"account_url": second.url, **storage}})}
         by_connection = torchx(*argv(commands.OTHER_ACCOUNT), env=env)
         assert by_connection.code == 0, by_connection.err
         assert by_connection.handle.startswith("azure_batch://torchx/research:torchx-echo-")

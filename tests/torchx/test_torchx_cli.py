@@ -101,9 +101,9 @@ def test_a_failing_app_a_cancelled_app_a_followed_log_and_the_workspace(
     wait_for_job(batch_client, job_of(failing.handle))
     status = json.loads(torchx("status", "--json", failing.handle).out)
     assert status["state"] == "FAILED"
-    assert status["msg"].startswith(f"Azure Batch job '{job_of(failing.handle)}' failed: 1 of 1 tasks failed")
-    assert "Task 'sh' failed with exit code 3" in status["msg"]
-    assert "broken" in status["msg"]
+    # The role, the replica, its exit code and the end of its stderr (the local service's note on its image first).
+    assert status["msg"].startswith("Role 'sh' replica 0 failed with exit code 3. Last 2 lines of its stderr:\n")
+    assert status["msg"].endswith("\n    broken")
     (replica,) = status["roles"][0]["replicas"]
     assert (replica["state"], json.loads(replica["structured_error_msg"])["errorCode"]) == (AppState.FAILED, "3")
 

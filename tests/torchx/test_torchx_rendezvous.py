@@ -21,12 +21,14 @@ from tests.airflow_helpers import run_dag
 from tests.helpers import wait_until
 from tests.torchx import commands
 from tests.torchx.commands import argv
-from tests.torchx.conftest import job_of
+from tests.torchx.conftest import job_of, pool_gone
 
 SCRIPT = Path(__file__).with_name("allreduce.py")
-# The page's pool, with fixed nodes: the other replica's output is read from its node after the app, which an
-# autoscaling pool may have removed by then.
+# The page's pool, with fixed nodes: the DAG's account has no storage account, so the other replica's output is
+# read from its node after the app, which an autoscaling pool may have removed by then.
 POOL = {"shared_pool": "training", "max_nodes": 2, "autoscale": False}
+# A pool made for the app, deleted with it: each replica's output is kept in the account's storage.
+OWN_POOL = {"max_nodes": 2}
 # The CPU build warns at every import that NumPy is missing; nothing here needs it.
 ENV = "GLOO_SOCKET_IFNAME=lo,PYTHONWARNINGS=ignore:Failed to initialize NumPy"
 
@@ -47,13 +49,13 @@ def component_args() -> list[str]:
     return ["-j", "2x1", *local_args(), "--script", str(SCRIPT)]
 
 
-def documented_torchrun() -> list[str]:
+def documented_torchrun(pool: dict[str, object]) -> list[str]:
     """The page's ``torchx run ... dist.torchrun`` as run here: the script is allreduce.py, given by its path
-    (no workspace: the local nodes share this machine's files), on fixed nodes, with ``local_args()``."""
+    (no workspace: the local nodes share this machine's files), on ``pool``, with ``local_args()``."""
     words = argv(commands.TORCHRUN)
     cfg = words.index("-cfg") + 1
     assert words[cfg] == "shared_pool=training,max_nodes=2"
-    words[cfg] = ",".join(f"{key}={value}" for key, value in POOL.items())
+    words[cfg] = ",".join(f"{key}={value}" for key, value in pool.items())
     assert words[-2:] == ["--script", "train.py"]
     return [words[0], "--workspace", "", *words[1:-2], *local_args(), "--script", str(SCRIPT)]
 
@@ -62,15 +64,19 @@ def ranks(lines: list[str]) -> set[str]:
     return {line.split("rank ", 1)[1] for line in lines if "all-reduced" in line}
 
 
-def test_torchrun_on_two_replicas_through_torchx_run(torchx, azbatch_default, batch_client):
-    run = torchx(*documented_torchrun())
+@pytest.mark.azurite
+def test_torchrun_on_two_replicas_through_torchx_run(torchx, azbatch_with_storage, batch_client):
+    run = torchx(*documented_torchrun(OWN_POOL))
     assert run.code == 0, run.err
     job_id = job_of(run.handle)
-    wait_until(lambda: batch_client.get_job(job_id).state == "completed", timeout=400, what="the rendezvous app")
+    wait_until(lambda: pool_gone(batch_client, job_id), timeout=400, what="the rendezvous app ended and its pool")
     status = torchx("status", run.handle)
     assert "State: SUCCEEDED" in status.out, status.out
+    # Each replica its own state and exit code (replica 0, the primary, starred by torchx).
+    replicas = [line.strip() for line in status.out.splitlines() if line.strip().lstrip("*").startswith("allreduce[")]
+    assert replicas == ["*allreduce[0]:SUCCEEDED (exitcode: 0)", "allreduce[1]:SUCCEEDED (exitcode: 0)"], status.out
     log = torchx("log", "--streams", "stdout", run.handle)
-    # Both ranks joined one rendezvous (world of 2) and got the same sum, 1 + 2.
+    # Both ranks joined one rendezvous (world of 2) and got the same sum, 1 + 2; their output outlived the pool.
     assert ranks(log.out.splitlines()) == {"0 of 2: all-reduced 3", "1 of 2: all-reduced 3"}, log.out + log.err
 
 

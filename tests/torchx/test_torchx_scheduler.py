@@ -27,7 +27,8 @@ def test_the_dry_run_shows_the_job_its_tasks_and_the_pool_and_submits_nothing(az
     assert shown["pool"]["vmSize"]
     (task,) = shown["tasks"]
     assert task["commandLine"].startswith("/bin/sh -c ")
-    assert task["commandLine"].endswith("exec echo hello'")
+    # The role's command, under the replica wrapper (torchx/node.py), which records how it ends.
+    assert "_tx_main() (\n  exec echo hello\n)\n_tx_supervise 0'" in task["commandLine"]
     assert task["containerSettings"]["imageName"] == "alpine:latest"
     environment = {item["name"]: item["value"] for item in task["environmentSettings"]}
     # TorchX's job id holds the full app id, as the handle does.

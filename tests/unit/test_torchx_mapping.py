@@ -11,7 +11,6 @@ torchx_specs = pytest.importorskip("torchx.specs", reason="the [torchx] extra is
 from torchx.specs import AppDef, AppState, BindMount, Resource, Role, VolumeMount, macros  # noqa: E402
 
 from airflow_provider_azbatch.exceptions import AzureBatchValidationError  # noqa: E402
-from airflow_provider_azbatch.submission.shell import shell_command  # noqa: E402
 from airflow_provider_azbatch.torchx.mapping import job_request, new_job_id, role_task  # noqa: E402
 from airflow_provider_azbatch.torchx.options import AzureBatchOpts, TorchXOptionError  # noqa: E402
 from airflow_provider_azbatch.torchx.states import app_state  # noqa: E402
@@ -42,28 +41,37 @@ def test_a_role_runs_its_command_quoted_with_its_macros_and_environment():
         containers=True,
         single_role=True,
     )
-    assert spec["command_line"].splitlines() == [
-        "export TORCHX_RANK0_HOST=localhost",
-        "export TORCHX_REPLICA_ID=0",
-        f"exec python --id {APP_ID} 'it'\"'\"'s 1 arg' '$HOME'",
+    lines = spec["command_line"].splitlines()
+    assert lines[0] == "export TORCHX_REPLICA_ID=0 TORCHX_RANK0_HOST=localhost"
+    # The role's command in the replica wrapper (torchx/node.py), which records how it ends.
+    assert lines[-4:] == [
+        "_tx_main() (",
+        f"  exec python --id {APP_ID} 'it'\"'\"'s 1 arg' '$HOME'",
+        ")",
+        "_tx_supervise 0",
     ]
     assert spec["environment"] == {"RANK0": "TORCHX_RANK0_HOST"}
     assert (spec["image"], spec["num_nodes"], spec["display_name"]) == ("img:1", 1, "train")
 
 
-def run_coordination(spec: dict, tmp_path, *, host_list: str, master: bool, task_dir: str) -> str:
+def run_coordination(spec: dict, tmp_path, *, host_list: str, master: str, current: bool, task_dir: str) -> str:
     """The coordination command as a node's shell runs it; what the background replica printed."""
     out = tmp_path / "out.txt"
+    (tmp_path / task_dir).mkdir(parents=True, exist_ok=True)
     env = {
         "PATH": "/usr/bin:/bin",
         "AZ_BATCH_HOST_LIST": host_list,
-        "AZ_BATCH_MASTER_NODE": host_list.split(",")[0] + ":6000",
-        "AZ_BATCH_IS_CURRENT_NODE_MASTER": "true" if master else "false",
-        "AZ_BATCH_TASK_DIR": task_dir,
+        "AZ_BATCH_MASTER_NODE": f"{master}:6000",
+        "AZ_BATCH_IS_CURRENT_NODE_MASTER": "true" if current else "false",
+        "AZ_BATCH_TASK_DIR": str(tmp_path / task_dir),
+        "AZ_BATCH_NODE_SHARED_DIR": str(tmp_path / "shared"),
+        "AZ_BATCH_JOB_ID": "job",
+        "AZ_BATCH_TASK_ID": "train",
     }
+    # `wait`: the replica runs in the background of the coordination command.
+    script = f"{spec['coordination_command']}\nwait"
     with out.open("w") as stdout:
-        subprocess.run(shell_command(spec["coordination_command"]), shell=True, env=env, stdout=stdout, check=True)
-    subprocess.run(["sleep", "0.3"], check=True)  # the replica runs in the background
+        subprocess.run(["/bin/sh", "-c", script], env=env, stdout=stdout, check=True, timeout=60)
     return out.read_text()
 
 
@@ -85,14 +93,22 @@ def test_replicas_run_on_every_node_with_their_own_replica_id_and_the_bare_rank0
         single_role=True,
     )
     assert spec["num_nodes"] == 3
-    assert "export TORCHX_REPLICA_ID=0" in spec["command_line"]
-    hosts = "127.1.0.1,127.1.0.2,127.1.0.3"
-    # A node of the local Batch service: its replica id is its subtask's number.
-    assert run_coordination(spec, tmp_path, host_list=hosts, master=False, task_dir="/n/task/2") == (
-        "replica=2 rank0=127.1.0.1 host=127.1.0.3 is_host=false\n"
+    assert spec["command_line"].startswith("export TORCHX_REPLICA_ID=0 ")
+    # The primary last in the host list (Batch does not document its order): AZ_BATCH_MASTER_NODE names it.
+    hosts = "127.1.0.3,127.1.0.2,127.1.0.1"
+    # A node of the local Batch service, whose address is on no interface of this machine's: its replica id is
+    # its subtask's number, and its address cannot be told.
+    assert run_coordination(spec, tmp_path, host_list=hosts, master="127.1.0.1", current=False, task_dir="t/2") == (
+        "replica=2 rank0=127.1.0.1 host= is_host=false\n"
+    )
+    # A node whose address is this machine's (127.0.0.1 is every Linux machine's): its place among the other
+    # nodes' addresses, sorted (10.9.9.1 < 127.0.0.1), whatever the list's order and its task directory.
+    hosts = "127.0.0.1,10.9.9.9,10.9.9.1"
+    assert run_coordination(spec, tmp_path, host_list=hosts, master="10.9.9.9", current=False, task_dir="t/1") == (
+        "replica=2 rank0=10.9.9.9 host=127.0.0.1 is_host=false\n"
     )
     # The primary runs replica 0 as the task's own command, not in the coordination command.
-    assert run_coordination(spec, tmp_path, host_list=hosts, master=True, task_dir="/n/task") == ""
+    assert run_coordination(spec, tmp_path, host_list=hosts, master="127.0.0.1", current=True, task_dir="t") == ""
 
 
 def test_the_pool_fits_the_largest_role_and_has_a_node_per_replica():

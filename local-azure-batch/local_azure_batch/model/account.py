@@ -67,6 +67,12 @@ class ServiceSettings:
     state_dir: Path | None = None
     # How often a changed state is saved while the service runs (it is saved on stop too).
     save_interval_seconds: float = 2.0
+    # The order of AZ_BATCH_HOST_LIST, which Batch does not document: the primary's node first, or last (for
+    # programs that must not take the list's first host for the primary; AZ_BATCH_MASTER_NODE names it).
+    host_list_order: str = "primary-first"
+
+
+HOST_LIST_ORDERS = ("primary-first", "primary-last")
 
 
 class Account:

@@ -74,7 +74,7 @@ class MultiInstanceExecution:
                         primary.directory,
                         task.spec["commandLine"],
                         wall_clock_seconds=_remaining(deadline),
-                        extra=_environment(instances, primary),
+                        extra=self._environment(instances, primary),
                         append=True,
                     )
                     outcome = await self.account.runner.run(spec, handle)
@@ -127,13 +127,21 @@ class MultiInstanceExecution:
             instance.directory,
             settings["coordinationCommandLine"],
             wall_clock_seconds=_remaining(deadline),
-            extra=_environment(instances, instance),
+            extra=self._environment(instances, instance),
         )
         instance.outcome = await self.account.runner.run(spec, instance.handle)
         failure = instance.failure()
         if failure is not None and failure["code"] == FAILURE_EXIT_CODE["code"]:
             return coordination_failure(instance.id, instance.node.id, instance.exit_code)
         return failure
+
+    def _environment(self, instances: list[TaskInstance], instance: TaskInstance) -> dict[str, str]:
+        return multi_instance_environment(
+            [item.node.ip_address for item in instances],
+            instance.id,
+            instance.shared_dir,
+            primary_last=self.account.settings.host_list_order == "primary-last",
+        )
 
     def _end_instances(self, task: Task, instances: list[TaskInstance]) -> None:
         """The subtasks end with the primary, and free their nodes; the primary's goes with the task."""
@@ -143,10 +151,6 @@ class MultiInstanceExecution:
             if not instance.is_primary:
                 instance.node.remove_task(task, succeeded=instance.succeeded)
         self.account.kick()
-
-
-def _environment(instances: list[TaskInstance], instance: TaskInstance) -> dict[str, str]:
-    return multi_instance_environment([item.node.ip_address for item in instances], instance.id, instance.shared_dir)
 
 
 def _deadline(seconds: float | None) -> float | None:

@@ -60,14 +60,18 @@ def task_environment(
     return env
 
 
-def multi_instance_environment(host_ips: Sequence[str], instance_id: int, shared_dir: Path) -> dict[str, str]:
-    """What every instance of a multi-instance task sees besides the usual variables; the primary's node first."""
+def multi_instance_environment(
+    host_ips: Sequence[str], instance_id: int, shared_dir: Path, *, primary_last: bool = False
+) -> dict[str, str]:
+    """What every instance of a multi-instance task sees besides the usual variables. ``host_ips``: the
+    instances' nodes, the primary's first; the lists name it first too, or last with ``primary_last``."""
+    listed = [*host_ips[1:], host_ips[0]] if primary_last else list(host_ips)
     return {
-        "AZ_BATCH_HOST_LIST": ",".join(host_ips),
-        "AZ_BATCH_NODE_LIST": ";".join(host_ips),
+        "AZ_BATCH_HOST_LIST": ",".join(listed),
+        "AZ_BATCH_NODE_LIST": ";".join(listed),
         "AZ_BATCH_MASTER_NODE": f"{host_ips[0]}:{MASTER_NODE_PORT}",
         "AZ_BATCH_IS_CURRENT_NODE_MASTER": "true" if instance_id == 0 else "false",
         "AZ_BATCH_TASK_SHARED_DIR": str(shared_dir),
         # "<count> <ip> <cores> ...": simulated nodes report one core each.
-        "CCP_NODES": " ".join([str(len(host_ips)), *(f"{ip} 1" for ip in host_ips)]),
+        "CCP_NODES": " ".join([str(len(listed)), *(f"{ip} 1" for ip in listed)]),
     }
