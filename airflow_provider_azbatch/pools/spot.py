@@ -1,5 +1,7 @@
 """``SpotFallback``: when a job on Spot nodes moves to dedicated ones, and what Spot pools cannot have.
 
+::
+
     BatchPool.shared(
         "train-spot",
         requirements={"gpus": 1, "gpu_kind": "A100", "low_priority": True},
