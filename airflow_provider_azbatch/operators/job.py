@@ -26,7 +26,8 @@ from airflow_provider_azbatch.compat import (
 )
 from airflow_provider_azbatch.exceptions import QuotaReachedError
 from airflow_provider_azbatch.hooks.batch import AzureBatchHook
-from airflow_provider_azbatch.links.job import LINK_XCOM_KEY, AzureBatchJobLink, link_data
+from airflow_provider_azbatch.links.job import LINK_XCOM_KEY, AzureBatchJobLink
+from airflow_provider_azbatch.links.portal import link_data
 from airflow_provider_azbatch.pools.strategy import BatchPool
 from airflow_provider_azbatch.runs import Expectations, JobRun, RunResult, RunSettings, TaskInstanceRef, event_in_full
 from airflow_provider_azbatch.submission import validation as check

@@ -125,13 +125,23 @@ class AzureBatchScheduler(WorkspaceMixin[None], Scheduler[AzureBatchOpts]):
         return AppDryRunInfo(job, AzureBatchJob.render)
 
     def schedule(self, dryrun_info: AppDryRunInfo[AzureBatchJob, AzureBatchOpts]) -> str:
-        from airflow_provider_azbatch.runs import JobRun, RunSettings
+        from airflow_provider_azbatch.exceptions import AzureBatchValidationError
+        from airflow_provider_azbatch.hooks.errors import describe_error, is_auth_failure
+        from airflow_provider_azbatch.runs.submission import build_submission
         from airflow_provider_azbatch.submission.reattach import submit
 
         job = dryrun_info.request
         hook = self._hook(job.account)
-        run = JobRun(hook, RunSettings.from_parameters(azbatch_conn_id=hook.azbatch_conn_id, operator="torchx"), log)
-        submission = run.prepare(job.request, None)
+        try:
+            submission = build_submission(hook, job.request, None, log)
+        except Exception as exc:
+            if not is_auth_failure(exc):
+                raise
+            # As the operator's run says it (runs/lifecycle.py): which account refused, and what to check.
+            raise AzureBatchValidationError(
+                job.account.describe(),
+                f"was refused by the Batch account ({describe_error(exc)}): {hook.settings.credentials_hint()}",
+            ) from None
         submit(hook, submission)
         return job.app_id
 
