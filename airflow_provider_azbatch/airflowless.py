@@ -96,7 +96,7 @@ def _extra(conn_id: str, extra: Any) -> tuple[str | None, dict[str, Any]]:
 def _from_json(conn_id: str, value: str) -> EnvConnection:
     try:
         fields = json.loads(value)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         raise ConnectionFormatError(f"{env_var(conn_id)} is not connection JSON ({exc.msg})") from None
     if not isinstance(fields, dict):
         raise ConnectionFormatError(f"{env_var(conn_id)} is not connection JSON (an object)")

@@ -101,9 +101,12 @@ def main() -> int:
             assert local.stdout is not None
             local_handle = local.stdout.readline().strip()
             deadline = time.monotonic() + 120
-            while "State: RUNNING" not in subprocess.run(
-                [*torchx, "status", handle], env=by_env, cwd=work, capture_output=True, text=True
-            ).stdout:
+            while (
+                "State: RUNNING"
+                not in subprocess.run(
+                    [*torchx, "status", handle], env=by_env, cwd=work, capture_output=True, text=True
+                ).stdout
+            ):
                 if time.monotonic() > deadline:
                     raise SystemExit("the azure_batch app did not start running within 120 s")
                 time.sleep(0.5)

@@ -139,7 +139,12 @@ def test_a_connection_from_a_secrets_backend_is_read_through_airflow(workdir, lo
 KEY = "PwGE/BL0d3U4+tOFq=="
 CASES = {
     "json, extra an object": json.dumps(
-        {"conn_type": "azbatch", "login": "acct", "password": KEY, "extra": {"account_url": "https://a.b.batch.azure.com"}}
+        {
+            "conn_type": "azbatch",
+            "login": "acct",
+            "password": KEY,
+            "extra": {"account_url": "https://a.b.batch.azure.com"},
+        }
     ),
     "json, extra a string, a port": json.dumps(
         {"conn_type": "az-batch", "host": "h", "port": "8443", "extra": json.dumps({"x": 1})}
@@ -160,7 +165,8 @@ def test_a_connection_in_the_environment_is_read_as_airflow_reads_it(value, monk
     monkeypatch.setenv("AIRFLOW_CONN_SOME_ACCOUNT", value)
     ours = airflowless.env_connection("some_account")
     assert ours is not None
-    theirs = Connection.from_json(value, "some_account") if value.startswith("{") else Connection.from_uri(value, "some_account")
+    read = Connection.from_json if value.startswith("{") else Connection.from_uri
+    theirs = read(value, "some_account")
     fields = ("conn_type", "host", "schema", "login", "password", "port", "extra_dejson")
     assert {f: getattr(ours, f) for f in fields} == {f: getattr(theirs, f) for f in fields}
 
