@@ -52,9 +52,12 @@ def test_list_shows_the_current_users_apps_another_users_by_the_user_option_or_e
     with runner_api.get_runner() as runner:
         mine = runner.run(echo(msg="mine"), "azure_batch", cfg={}, workspace=None)
         theirs = runner.run(echo(msg="theirs"), "azure_batch", cfg={"user": "someone-else"}, workspace=None)
-        for handle in (mine, theirs):
-            job_id = handle.rsplit(":", 1)[1]
-            wait_until(lambda: batch_client.get_job(job_id).state == "completed", timeout=120, what="the app")
+        jobs = [handle.rsplit(":", 1)[1] for handle in (mine, theirs)]
+        wait_until(
+            lambda: all(batch_client.get_job(job_id).state == "completed" for job_id in jobs),
+            timeout=120,
+            what="both apps",
+        )
         # Who ran it is in the job's metadata.
         metadata = {item.name: item.value for item in batch_client.get_job(mine.rsplit(":", 1)[1]).metadata}
         assert metadata["torchx-user"] == me
