@@ -8,17 +8,17 @@ it opens the job's page in the right cloud's portal, or the account's job list o
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
-
 from airflow.sdk import BaseOperatorLink
 
-from airflow_provider_azbatch.links.portal import job_url
+from airflow_provider_azbatch.links.portal import job_url, link_data
 
 if TYPE_CHECKING:
     from airflow.sdk import BaseOperator
 
     from airflow_provider_azbatch.compat import TaskInstanceKey
 
-# What the operator pushes right after it submits (or reattaches to) a job.
+# What the operator pushes right after it submits (or reattaches to) a job, before it waits: the job and the
+# try of the task instance that watches it (what a cancelled trigger reads to tell whose job it is: triggers/kill.py).
 LINK_XCOM_KEY = "azbatch_job"
 
 
@@ -36,3 +36,7 @@ class AzureBatchJobLink(BaseOperatorLink):
 
             job = BaseXCom.get_value(ti_key=ti_key, key=LINK_XCOM_KEY)  # type: ignore[arg-type]
         return job_url(job) if isinstance(job, dict) and job.get("job_id") else ""
+
+
+# link_data and job_url live in links/portal.py (no Airflow there: the torchx commands use them too).
+__all__ = ["LINK_XCOM_KEY", "AzureBatchJobLink", "job_url", "link_data"]

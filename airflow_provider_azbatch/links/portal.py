@@ -6,10 +6,11 @@ from typing import Any
 from urllib.parse import quote
 
 
-def link_data(hook: Any, job_id: str) -> dict[str, Any]:
+def link_data(hook: Any, job_id: str, try_number: int | None = None) -> dict[str, Any]:
     settings = hook.settings
     return {
         "job_id": job_id,
+        "try_number": try_number,
         "account_name": hook.account_name,
         "subscription_id": settings.subscription_id,
         "resource_group": settings.resource_group,

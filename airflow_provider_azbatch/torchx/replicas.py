@@ -270,10 +270,21 @@ class AppReader:
         self._lock = threading.Lock()
 
     def read(self, *, records: bool) -> App | None:
-        hook = self.hook
-        job = hook.get_job(self.job_id, select=JOB_SELECT)
+        """The app, None once its job is gone (also when it was deleted while being read)."""
+        from azure.core.exceptions import ResourceNotFoundError
+
+        job = self.hook.get_job(self.job_id, select=JOB_SELECT)
         if job is None:
             return None
+        try:
+            return self._read(job, records=records)
+        except ResourceNotFoundError:
+            if self.hook.get_job(self.job_id, select=["id"]) is None:
+                return None
+            raise
+
+    def _read(self, job: Any, *, records: bool) -> App:
+        hook = self.hook
         metadata = {item.name: item.value for item in job.metadata or [] if item.name}
         reason = getattr(job.execution_info, "termination_reason", None)
         job_state = enum_value(job.state) if job.state is not None else None

@@ -12,6 +12,10 @@ GET | PUT    /_emulator/storage    {"blobEndpoints": {account: url}, "mountSourc
                                    them (a null value removes one)
 GET | PUT    /_emulator/hostlist   {"order": "primary-first" | "primary-last"}: where the primary's node is in
                                    the AZ_BATCH_HOST_LIST of multi-instance tasks started from then on
+GET | PUT    /_emulator/spot       {"capacity": N}: Spot nodes of the account that can be up at once; null is no
+                                   limit (model/spot.py)
+POST         /_emulator/pools/{poolId}/nodes/{nodeId}/preempt
+                                   Azure takes the Spot node's VM back: the node is preempted, its tasks requeued
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from aiohttp import web
 
 from .faults import FaultInjector, FaultSpecError
 from .model.account import HOST_LIST_ORDERS, ServiceSettings
+from .model.errors import BatchServiceError
 from .rest.urls import OPERATIONS
 
 if TYPE_CHECKING:
@@ -50,6 +55,9 @@ def admin_routes(server: LocalBatchServer) -> list[web.RouteDef]:
         web.put("/_emulator/storage", admin.put_storage),
         web.get("/_emulator/hostlist", admin.host_list),
         web.put("/_emulator/hostlist", admin.put_host_list),
+        web.get("/_emulator/spot", admin.spot),
+        web.put("/_emulator/spot", admin.put_spot),
+        web.post("/_emulator/pools/{pool_id}/nodes/{node_id}/preempt", admin.preempt),
     ]
 
 
@@ -151,6 +159,33 @@ class _Admin:
             return web.json_response({"error": f"give an object with order: one of {choices}"}, status=400)
         self._settings().host_list_order = order
         return web.json_response({"order": order})
+
+    async def spot(self, request: web.Request) -> web.Response:
+        return web.json_response({"capacity": self._settings().spot_capacity})
+
+    async def put_spot(self, request: web.Request) -> web.Response:
+        try:
+            body = json.loads(await request.text() or "{}")
+        except json.JSONDecodeError as exc:
+            return web.json_response({"error": f"the body is not JSON: {exc}"}, status=400)
+        capacity = body.get("capacity", ...) if isinstance(body, dict) else ...
+        valid = capacity is None or (isinstance(capacity, int) and not isinstance(capacity, bool) and capacity >= 0)
+        if capacity is ... or set(body) != {"capacity"} or not valid:
+            return web.json_response({"error": 'give {"capacity": N}, N a whole number from 0 or null'}, status=400)
+        self._settings().spot_capacity = capacity
+        assert self.server.service is not None
+        self.server.service.spot.capacity_changed()
+        return web.json_response({"capacity": capacity})
+
+    async def preempt(self, request: web.Request) -> web.Response:
+        service = self.server.service
+        assert service is not None
+        try:
+            node = service.account.node(request.match_info["pool_id"], request.match_info["node_id"])
+            service.spot.preempt(node)
+        except BatchServiceError as exc:
+            return web.json_response({"error": exc.message, "code": exc.code}, status=exc.status)
+        return web.json_response({"pool": node.pool.id, "node": node.id, "state": node.state})
 
     def _storage(self) -> dict[str, dict[str, str]]:
         settings = self._settings()
