@@ -8,6 +8,7 @@ it opens the job's page in the right cloud's portal, or the account's job list o
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
+
 from airflow.sdk import BaseOperatorLink
 
 from airflow_provider_azbatch.links.portal import job_url, link_data
