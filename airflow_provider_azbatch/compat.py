@@ -349,6 +349,8 @@ def hook_lineage_collector() -> Any:
 def openlineage_enabled() -> bool:
     """Whether the OpenLineage provider is installed and enabled (a transport configured, not disabled). Nothing of
     it is imported when it is not installed."""
+    if airflowless.active():
+        return False
     import importlib.util
 
     try:

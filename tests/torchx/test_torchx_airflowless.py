@@ -12,7 +12,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import pytest
 
@@ -43,21 +43,28 @@ def torchx_importtime(workdir: Path, *args: str, env: dict[str, str]) -> subproc
     )
 
 
-def test_run_status_describe_log_list_and_cancel_never_import_airflow(workdir, local_batch_service, batch_client):
+@pytest.mark.azurite
+def test_run_status_describe_log_list_and_cancel_never_import_airflow(
+    workdir, local_batch_service, batch_client, azurite
+):
     service = local_batch_service
+    # With a storage account: the workspace (the current directory) is staged, the output kept.
+    storage = {"storage_account_url": azurite.url, "storage_account_key": azurite.key}
     connection = {
         "conn_type": "azbatch",
         "login": service.account_name,
         "password": service.account_key,
-        "extra": {"account_url": service.url},
+        "extra": {"account_url": service.url, **storage},
     }
     base = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW_CONN_")}
     as_json = {**base, "AIRFLOW_CONN_AZBATCH_DEFAULT": json.dumps(connection)}
-    uri = f"azbatch://{service.account_name}:{quote(service.account_key, safe='')}@/?account_url={quote(service.url)}"
+    query = urlencode({"account_url": service.url, **storage})
+    uri = f"azbatch://{service.account_name}:{quote(service.account_key, safe='')}@/?{query}"
     as_uri = {**base, "AIRFLOW_CONN_AZBATCH_DEFAULT": uri}
 
+    (workdir / "note.txt").write_text("shipped\n", encoding="utf-8")
     run = torchx_importtime(
-        workdir, "run", "-s", "azure_batch", "--workspace", "", "utils.sh", "sh", "-c", "echo ready; sleep 60",
+        workdir, "run", "-s", "azure_batch", "utils.sh", "sh", "-c", "cat note.txt; echo ready; sleep 60",
         env=as_json,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
@@ -66,8 +73,10 @@ def test_run_status_describe_log_list_and_cancel_never_import_airflow(workdir, l
     assert handle.startswith("azure_batch://torchx/azbatch_default:torchx-sh-")
 
     def logged() -> str | bool:
-        log = torchx_importtime(workdir, "log", handle, env=as_uri)
-        return log.returncode == 0 and "sh/0 ready" in log.stdout.splitlines() and log.stderr
+        log = torchx_importtime(workdir, "log", "--streams", "stdout", handle, env=as_uri)
+        lines = log.stdout.splitlines()
+        # The workspace reached the node: its file is printed before "ready".
+        return log.returncode == 0 and lines[:2] == ["sh/0 shipped", "sh/0 ready"] and log.stderr
 
     assert imported_airflow(wait_until(logged, timeout=120, interval=0.5, what="the app's first line")) == []
 
