@@ -6,7 +6,8 @@ through :mod:`airflow_provider_azbatch.compat`; once :func:`activate` is called,
 imported, compat hands out the stand-ins below instead: Airflow's exception classes as plain exceptions, a hook
 base whose connections come from the environment alone, ``[azbatch]`` options from ``AIRFLOW__AZBATCH__*``
 variables (no ``airflow.cfg``: reading it is Airflow's configuration machinery), and no metrics. A process that
-has imported compat with Airflow keeps it: :func:`activate` then says no.
+has imported compat with Airflow keeps it: :func:`activate` then says no. Only a ``torchx`` command line activates
+it (``torchx/account.py``): a program that imports Airflow later, to run tasks, needs Airflow's own classes.
 
 The environment holds a connection as Airflow's environment variables backend reads it: JSON (a value starting
 with ``{``) or a connection URI.

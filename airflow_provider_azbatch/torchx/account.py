@@ -92,7 +92,7 @@ class Account:
         has imported it already; a connection held elsewhere (a secrets backend, Airflow's database) is read
         through Airflow, imported here."""
         if self.url is not None:
-            if not airflowless.activate():
+            if not _without_airflow():
                 keep_airflow_home_untouched()
                 import_airflow()
             return self._url_hook()
@@ -101,7 +101,7 @@ class Account:
             in_environment = airflowless.env_connection(conn_id) is not None
         except airflowless.ConnectionFormatError as exc:
             raise TorchXOptionError("conn_id", f"names a connection that cannot be read: {exc}") from None
-        if in_environment and airflowless.activate():
+        if in_environment and _without_airflow():
             from airflow_provider_azbatch.hooks.batch import AzureBatchHook
 
             return AzureBatchHook(conn_id)
@@ -150,6 +150,16 @@ class Account:
         hook = AzureBatchHook(self.url)
         hook.__dict__["settings"] = settings
         return hook
+
+
+def _without_airflow() -> bool:
+    """Run the provider without Airflow, in a ``torchx`` command line only: a program that uses TorchX's runner
+    may import Airflow and run tasks later, which need Airflow's own exception classes (not stand-ins)."""
+    main = sys.modules.get("__main__")
+    command_line = "torchx.cli.main" in sys.modules or getattr(getattr(main, "__spec__", None), "name", None) == (
+        "torchx.cli.main"
+    )
+    return command_line and airflowless.activate()
 
 
 def _connection_hook(conn_id: str) -> AzureBatchHook:
