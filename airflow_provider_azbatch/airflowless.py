@@ -180,8 +180,10 @@ def _from_uri(conn_id: str, uri: str) -> EnvConnection:
 
 
 # -- what compat hands out without Airflow ------------------------------------------------------------------
+# Airflow's exception classes, as plain exceptions (no docstrings: scripts/errors_page.py reads the provider's
+# exception docstrings as what each error means, and these mean what Airflow's do).
 class AirflowException(Exception):
-    """Airflow's base exception, without Airflow."""
+    pass
 
 
 class AirflowFailException(AirflowException):
