@@ -220,7 +220,10 @@ class BaseHook:
     def get_connection(cls, conn_id: str) -> EnvConnection:
         conn = env_connection(conn_id)
         if conn is None:
-            raise AirflowNotFoundException(f"The conn_id `{conn_id}` isn't defined in {env_var(conn_id)}")
+            raise AirflowNotFoundException(
+                f"The conn_id `{conn_id}` isn't defined: this torchx command line runs without Airflow (its account's "
+                f"connection is in the environment), so it reads connections from {env_var(conn_id)} only: set it"
+            )
         return conn
 
 
