@@ -2,7 +2,7 @@
 by URL, or by a connection an ``AIRFLOW_CONN_<ID>`` environment variable holds (docs/howto/torchx.md).
 
 Importing Airflow takes seconds, most of a ``torchx status``. The provider's modules reach Airflow only
-through :mod:`airflow_provider_azbatch.compat`; once :func:`activate` is called, before compat is first
+through ``compat.py``; once :func:`activate` is called, before compat is first
 imported, compat hands out the stand-ins below instead: Airflow's exception classes as plain exceptions, a hook
 base whose connections come from the environment alone, ``[azbatch]`` options from ``AIRFLOW__AZBATCH__*``
 variables (no ``airflow.cfg``: reading it is Airflow's configuration machinery), and no metrics. A process that
