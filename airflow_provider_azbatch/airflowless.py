@@ -1,13 +1,15 @@
 """The provider's code in a process that must not import Airflow: a ``torchx`` command line on an account given
 by URL, or by a connection an ``AIRFLOW_CONN_<ID>`` environment variable holds (docs/howto/torchx.md).
 
-Importing Airflow takes seconds, most of a ``torchx status``. The provider's modules reach Airflow only
-through ``compat.py``; once :func:`activate` is called, before compat is first
-imported, compat hands out the stand-ins below instead: Airflow's exception classes as plain exceptions, a hook
-base whose connections come from the environment alone, ``[azbatch]`` options from ``AIRFLOW__AZBATCH__*``
-variables (no ``airflow.cfg``: reading it is Airflow's configuration machinery), and no metrics. A process that
-has imported compat with Airflow keeps it: :func:`activate` then says no. Only a ``torchx`` command line activates
-it (``torchx/account.py``): a program that imports Airflow later, to run tasks, needs Airflow's own classes.
+Importing Airflow takes seconds, most of a ``torchx status``. The modules a command line uses (hooks, submission,
+pools, workspaces, the scheduler) reach Airflow only through ``compat.py``; the operators, sensors, triggers and the
+``airflow azbatch`` commands import it directly, and a command line does not import them. Once :func:`activate` is
+called, before compat is first imported, compat hands out the stand-ins below instead: Airflow's exception classes
+as plain exceptions, a hook base whose connections come from the environment alone, ``[azbatch]`` options from
+``AIRFLOW__AZBATCH__*`` variables (no ``airflow.cfg``: reading it is Airflow's configuration machinery), no
+metrics, no secret masker and no lineage. A process that has imported compat with Airflow keeps it:
+:func:`activate` then says no. Only a ``torchx`` command line activates it (``torchx/account.py``): a program that
+imports Airflow later, to run tasks, needs Airflow's own classes.
 
 The environment holds a connection as Airflow's environment variables backend reads it: JSON (a value starting
 with ``{``) or a connection URI.
