@@ -18,10 +18,15 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from airflow import __version__ as AIRFLOW_VERSION
-from airflow.triggers.base import BaseTrigger
+from airflow_provider_azbatch import airflowless
 
 T = TypeVar("T")
+
+if TYPE_CHECKING or not airflowless.active():
+    from airflow import __version__ as AIRFLOW_VERSION
+else:
+    # A torchx command line that keeps Airflow out (airflowless.py): no line, no feature.
+    AIRFLOW_VERSION = "0.0 (not imported)"
 
 # (major, minor) of the running Airflow: "3.1.8", "3.2.0rc1" and "3.3.0.dev0" are (3, 1), (3, 2), (3, 3).
 _LINE = tuple(int(part) for part in re.match(r"(\d+)\.(\d+)", AIRFLOW_VERSION).groups())  # type: ignore[union-attr]
@@ -41,6 +46,19 @@ if TYPE_CHECKING:
         TaskDeferralTimeout,
     )
     from airflow.sdk.types import TaskInstanceKey
+    from airflow.triggers.base import BaseTrigger
+elif airflowless.active():
+    from airflow_provider_azbatch.airflowless import (
+        AirflowException,
+        AirflowFailException,
+        AirflowNotFoundException,
+        AirflowSkipException,
+        AirflowTaskTimeout,
+        BaseHook,
+        TaskDeferralError,
+        TaskDeferralTimeout,
+        conf,
+    )
 else:
     # airflow.sdk.exceptions holds AirflowException from 3.1 and the rest from 3.2; before that they live in
     # airflow.exceptions, and are the very classes the task runner raises (3.2+ re-exports them there).
@@ -75,11 +93,18 @@ else:
 
 # -- features ------------------------------------------------------------------------------------------
 
+
+def _base_trigger() -> type:
+    from airflow.triggers.base import BaseTrigger
+
+    return BaseTrigger
+
+
 # 3.3+: the triggerer calls ``BaseTrigger.on_kill`` when a user kills a deferred task (marks it failed or
 # success, clears it). Before, the trigger is only cancelled, exactly as when a triggerer shuts down or hands
 # it to another triggerer: there the trigger asks, once cancelled, what became of its task instance
 # (``atask_state``, ``aget_xcom_to_reply``) and tells a kill from a restart by that.
-TRIGGER_ON_KILL: bool = callable(getattr(BaseTrigger, "on_kill", None))
+TRIGGER_ON_KILL: bool = not airflowless.active() and callable(getattr(_base_trigger(), "on_kill", None))
 
 
 def _context_keys() -> frozenset[str]:
@@ -90,7 +115,7 @@ def _context_keys() -> frozenset[str]:
 
 # 3.3+: ``context["task_state_store"]``, where a try remembers the job it submitted (ResumableJobMixin's
 # convention). Before, a retry finds the job by its deterministic id alone (a few more reads, same result).
-TASK_STATE_STORE: bool = "task_state_store" in _context_keys()
+TASK_STATE_STORE: bool = not airflowless.active() and "task_state_store" in _context_keys()
 
 
 # The next two have no public marker to detect: the flag is the first line whose providers manager reads them.
@@ -128,6 +153,16 @@ def redact(text: str) -> str:
     return str(airflow_redact(text))
 
 
+def mask_secret(secret: str) -> None:
+    """Register ``secret`` with Airflow's secret masker (nothing to mask without Airflow: a torchx command line
+    writes no Airflow log)."""
+    if airflowless.active():
+        return
+    from airflow.sdk.log import mask_secret as airflow_mask_secret
+
+    airflow_mask_secret(secret)
+
+
 # -- metrics -------------------------------------------------------------------------------------------
 
 
@@ -141,6 +176,8 @@ def _stats() -> Any:
 
 def incr_metric(name: str, tags: dict[str, str] | None = None) -> None:
     """Count ``name`` once through Airflow's configured metrics backend (StatsD, Datadog, OpenTelemetry)."""
+    if airflowless.active():
+        return
     _stats().incr(name, tags=tags or {})
 
 
@@ -312,6 +349,8 @@ def hook_lineage_collector() -> Any:
 def openlineage_enabled() -> bool:
     """Whether the OpenLineage provider is installed and enabled (a transport configured, not disabled). Nothing of
     it is imported when it is not installed."""
+    if airflowless.active():
+        return False
     import importlib.util
 
     try:
@@ -331,6 +370,8 @@ def openlineage_enabled() -> bool:
 
 def redirect_stdout_log_handlers_to_stderr() -> None:
     """Log lines to stderr, so that a command's stdout holds its output alone."""
+    if airflowless.active():
+        return
     try:  # 3.3+
         from airflow.cli.utils import redirect_stdout_log_handlers_to_stderr as redirect
     except ImportError:  # what 3.3 does, for the lines before it
@@ -388,6 +429,7 @@ __all__ = [
     "dags_in_file",
     "hook_lineage_collector",
     "incr_metric",
+    "mask_secret",
     "named_logger",
     "off_trigger_loop",
     "openlineage_enabled",

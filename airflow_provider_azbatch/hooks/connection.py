@@ -286,7 +286,7 @@ def load_settings(conn: Any) -> BatchConnectionSettings:
 
 def mask_secrets(secrets: list[str]) -> None:
     try:
-        from airflow.sdk.log import mask_secret
+        from airflow_provider_azbatch.compat import mask_secret
     except ImportError:  # pragma: no cover - outside an Airflow installation
         return
     for secret in secrets:

@@ -16,6 +16,10 @@ log = logging.getLogger(__name__)
 
 
 def _in_task() -> bool:
+    from airflow_provider_azbatch import airflowless
+
+    if airflowless.active():  # a torchx command line that keeps Airflow out: no task
+        return False
     from airflow.sdk import get_current_context
 
     try:

@@ -18,6 +18,7 @@ from airflow_provider_azbatch.pools.strategy import BatchPool
 from airflow_provider_azbatch.runs import RunResult
 from airflow_provider_azbatch.submission import validation as check
 from airflow_provider_azbatch.submission.job_ids import default_job_id
+from airflow_provider_azbatch.submission.options import ContainerOptions
 from airflow_provider_azbatch.submission.request import JobRequest, holds_template
 from airflow_provider_azbatch.watching.core import output_prefix
 from airflow_provider_azbatch.watching.state import STREAMS
@@ -69,6 +70,7 @@ class AzureBatchTorchXOperator(AzureBatchJobOperator):
         if (app is None) == (component is None):
             raise check.fail("app", "or component must be given, not both: an AppDef, or a component name")
         self._pool_from_app = pool_id is None and batch_pool is None
+        self._fail_fast_given = kwargs.get("fail_fast") is not None
         # Stands in until the app is mapped: the pool comes from the roles' resources.
         placeholder = BatchPool.auto({}) if self._pool_from_app else batch_pool
         super().__init__(pool_id=pool_id, batch_pool=placeholder, **kwargs)
@@ -153,6 +155,11 @@ class AzureBatchTorchXOperator(AzureBatchJobOperator):
             priority=base.priority if base.priority is not None else mapped.priority,
             job_max_wall_clock=base.job_max_wall_clock or mapped.job_max_wall_clock,
             blob=base.blob if base.blob.output_container else mapped.blob,
+            containers=_containers(base.containers, mapped.containers),
+            # The app fails fast as the scheduler's does, unless the operator was told otherwise.
+            fail_fast=base.fail_fast if self._fail_fast_given else mapped.fail_fast,
+            job_preparation=_side_task("job_preparation", base.job_preparation, mapped.job_preparation),
+            job_release=_side_task("job_release", base.job_release, mapped.job_release),
         )
 
     # -- execution -----------------------------------------------------------------------------------------
@@ -192,3 +199,28 @@ class AzureBatchTorchXOperator(AzureBatchJobOperator):
                     prefix = output_prefix(f"{task.id}/{subtask_id}", stream)
                     for line in outputs[subtask_id].decode("utf-8", errors="replace").splitlines():
                         self.log.info("%s %s", prefix, line)
+
+
+def _containers(own: ContainerOptions, app: ContainerOptions) -> ContainerOptions:
+    """The operator's container options with the app's: its roles' mounts (run options) and ``registry_conn_id``
+    of ``app_options``; the operator's own image, run options and working directory stay."""
+    if own.registry_conn_id and app.registry_conn_id and own.registry_conn_id != app.registry_conn_id:
+        raise check.fail(
+            "registry_conn_id",
+            f"is '{own.registry_conn_id}', and app_options registry_conn_id is '{app.registry_conn_id}': give one",
+        )
+    run_options = " ".join(options for options in (app.run_options, own.run_options) if options)
+    return dataclasses.replace(
+        own, registry_conn_id=own.registry_conn_id or app.registry_conn_id, run_options=run_options or None
+    )
+
+
+def _side_task(name: str, own: Any, app: Any) -> Any:
+    """The app's job preparation or release task (which keeps the replicas' output), or the operator's: not both."""
+    if own is not None and app is not None:
+        raise check.fail(
+            name,
+            "cannot be given to a TorchX app whose replicas' output is kept: the app's job uses it to upload the "
+            "output of its replicas other than 0 (give the app no log_container, or drop this parameter)",
+        )
+    return app if app is not None else own

@@ -132,7 +132,7 @@ def _warn_about_size_and_image(strategy: BatchPool, body: dict[str, Any], log: A
 
 def _secrets(hook: Any, strategy: BatchPool) -> PoolSecrets:
     """Keys, SAS tokens and passwords from their connections, registered with the secret masker."""
-    from airflow.sdk.log import mask_secret
+    from airflow_provider_azbatch.compat import mask_secret
 
     mounts: list[StorageCredentials | LoginCredentials | None] = []
     for mount in strategy.mounts:

@@ -49,7 +49,7 @@ class RegistryCredentials:
             )
         credentials = cls(server, conn.login or None, conn.password or None, identity)
         if credentials.password:
-            from airflow.sdk.log import mask_secret
+            from airflow_provider_azbatch.compat import mask_secret
 
             mask_secret(credentials.password)
         return credentials

@@ -42,7 +42,14 @@ from airflow_provider_azbatch.submission.options import BlobOptions, ContainerOp
 from airflow_provider_azbatch.submission.request import JobRequest
 from airflow_provider_azbatch.submission.validation import MAX_ID_LENGTH
 from airflow_provider_azbatch.torchx import node
-from airflow_provider_azbatch.torchx.names import APP_METADATA_KEY, JOB_ID_PREFIX, ROLES_METADATA_KEY
+from airflow_provider_azbatch.torchx.names import (
+    ALL_USERS,
+    APP_METADATA_KEY,
+    JOB_ID_PREFIX,
+    ROLES_METADATA_KEY,
+    USER_METADATA_KEY,
+    current_user,
+)
 from airflow_provider_azbatch.torchx.node import RANK0_ENV
 from airflow_provider_azbatch.torchx.options import AzureBatchOpts, TorchXOptionError
 from airflow_provider_azbatch.workspace.spec import Workspace
@@ -303,11 +310,13 @@ def job_request(
     has_storage: bool,
     note: Callable[[str], None],
     workspace: Workspace | None = None,
+    user: str | None = None,
 ) -> JobRequest:
     """The Batch job of the app, checked as the operator's requests are (nothing submitted, no I/O).
 
     ``has_storage``: the account has a storage account (workspaces are shipped and logs kept there);
-    ``workspace``: one for every role (a DAG's), over the roles' own.
+    ``workspace``: one for every role (a DAG's), over the roles' own; ``user``: who it is run for (default: the
+    ``user`` option, else this process's login name), kept in the job's metadata for ``torchx list``.
     """
     if not app.roles:
         raise AzureBatchValidationError("app", f"'{app.name}' has no roles")
@@ -330,7 +339,15 @@ def job_request(
     roles = [
         [role.name, task_id, role.num_replicas, role.entrypoint] for role, task_id in zip(app.roles, ids, strict=True)
     ]
-    metadata = {**app.metadata, APP_METADATA_KEY: app.name, ROLES_METADATA_KEY: json.dumps(roles)}
+    user = user or opts.user or current_user()
+    if user == ALL_USERS:
+        raise TorchXOptionError("user", f"is '{ALL_USERS}', which only torchx list takes: name one user")
+    metadata = {
+        **app.metadata,
+        APP_METADATA_KEY: app.name,
+        ROLES_METADATA_KEY: json.dumps(roles),
+        USER_METADATA_KEY: user,
+    }
     if not keep_logs and pool.kind == "auto":
         note(
             "The output is not kept after the app ends: its pool goes with it, and "

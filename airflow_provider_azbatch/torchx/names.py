@@ -3,6 +3,7 @@ the account)."""
 
 from __future__ import annotations
 
+import getpass
 import json
 from collections.abc import Mapping
 
@@ -11,6 +12,18 @@ JOB_ID_PREFIX = "torchx-"
 # Job metadata: the app's name, and its roles (name, task id, replicas, entrypoint) for describe.
 APP_METADATA_KEY = "torchx-app"
 ROLES_METADATA_KEY = "torchx-roles"
+# Job metadata: who submitted the app (`torchx list` shows one user's apps).
+USER_METADATA_KEY = "torchx-user"
+# `-cfg user=*`: every user's apps.
+ALL_USERS = "*"
+
+
+def current_user() -> str:
+    """The login name of who runs this process (``unknown`` where the system has none for it)."""
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):  # no USER/LOGNAME and no passwd entry (some containers)
+        return "unknown"
 
 
 def roles_of(metadata: Mapping[str, str]) -> list[tuple[str, str, int, str]]:

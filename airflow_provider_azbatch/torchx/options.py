@@ -88,3 +88,6 @@ class AzureBatchOpts(StructuredOpts):
 
     max_wall_clock: int | None = None
     """Seconds the whole app may run before Batch terminates it."""
+
+    user: str | None = None
+    """Who the app is run for, kept in its job's metadata (default: your login name); torchx list shows this user's apps (default: yours; * for every user's)."""  # noqa: E501

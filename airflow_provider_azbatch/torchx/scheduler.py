@@ -27,7 +27,13 @@ from torchx.specs import AppDef, AppDryRunInfo, AppState, CfgVal, ReplicaStatus,
 from torchx.workspace.api import WorkspaceMixin
 
 from airflow_provider_azbatch.torchx.account import Account, split_app_id
-from airflow_provider_azbatch.torchx.names import APP_METADATA_KEY, JOB_ID_PREFIX
+from airflow_provider_azbatch.torchx.names import (
+    ALL_USERS,
+    APP_METADATA_KEY,
+    JOB_ID_PREFIX,
+    USER_METADATA_KEY,
+    current_user,
+)
 from airflow_provider_azbatch.torchx.options import AzureBatchOpts
 from airflow_provider_azbatch.torchx.states import CANCEL_REASON, FAIL_FAST_REASON, app_state
 
@@ -51,11 +57,12 @@ def note(message: str) -> None:
 
 @dataclass
 class AzureBatchJob:
-    """What ``torchx run`` sends: the Batch job request, on which account, and how it reads as REST JSON."""
+    """What ``torchx run`` sends: the Batch job request, on which account, and how it reads as REST JSON; read
+    back from Batch (``describe_native``), the job and tasks as Batch holds them, without a request."""
 
     account: Account
     app_id: str
-    request: JobRequest
+    request: JobRequest | None
     preview: dict[str, Any]
 
     def render(self) -> str:
@@ -125,13 +132,25 @@ class AzureBatchScheduler(WorkspaceMixin[None], Scheduler[AzureBatchOpts]):
         return AppDryRunInfo(job, AzureBatchJob.render)
 
     def schedule(self, dryrun_info: AppDryRunInfo[AzureBatchJob, AzureBatchOpts]) -> str:
-        from airflow_provider_azbatch.runs import JobRun, RunSettings
+        from airflow_provider_azbatch.exceptions import AzureBatchValidationError
+        from airflow_provider_azbatch.hooks.errors import describe_error, is_auth_failure
+        from airflow_provider_azbatch.runs.submission import build_submission
         from airflow_provider_azbatch.submission.reattach import submit
 
         job = dryrun_info.request
+        if job.request is None:
+            raise ValueError(f"app {job.app_id} was read back from Batch (describe_native): it cannot be run again")
         hook = self._hook(job.account)
-        run = JobRun(hook, RunSettings.from_parameters(azbatch_conn_id=hook.azbatch_conn_id, operator="torchx"), log)
-        submission = run.prepare(job.request, None)
+        try:
+            submission = build_submission(hook, job.request, None, log)
+        except Exception as exc:
+            if not is_auth_failure(exc):
+                raise
+            # As the operator's run says it (runs/lifecycle.py): which account refused, and what to check.
+            raise AzureBatchValidationError(
+                job.account.describe(),
+                f"was refused by the Batch account ({describe_error(exc)}): {hook.settings.credentials_hint()}",
+            ) from None
         submit(hook, submission)
         return job.app_id
 
@@ -248,10 +267,14 @@ class AzureBatchScheduler(WorkspaceMixin[None], Scheduler[AzureBatchOpts]):
         )
 
     def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
-        """This scheduler's apps on the account the options name (the service filters on the job id prefix)."""
+        """This scheduler's apps on the account the options name, submitted by the ``user`` option's user (default:
+        this process's login name; ``*``: every user's). The service filters on the job id prefix; the user is
+        in each job's metadata."""
         from airflow_provider_azbatch.enums import enum_value
 
-        account = Account.of(self._resolve_cfg(cfg or {}))
+        opts = self._resolve_cfg(cfg or {})
+        account = Account.of(opts)
+        user = opts.user or current_user()
         hook = self._hook(account)
         jobs = hook.list_jobs(
             filter=f"startswith(id,'{JOB_ID_PREFIX}')", select=["id", "state", "executionInfo", "metadata"]
@@ -259,6 +282,8 @@ class AzureBatchScheduler(WorkspaceMixin[None], Scheduler[AzureBatchOpts]):
         apps = []
         for job in jobs:
             metadata = {item.name: item.value for item in job.metadata or [] if item.name}
+            if user != ALL_USERS and metadata.get(USER_METADATA_KEY) != user:
+                continue
             counts = hook.get_task_counts(job.id)
             reason = getattr(job.execution_info, "termination_reason", None)
             apps.append(
@@ -269,6 +294,23 @@ class AzureBatchScheduler(WorkspaceMixin[None], Scheduler[AzureBatchOpts]):
                 )
             )
         return apps
+
+    def describe_native(self, app_id: str) -> AppDryRunInfo[AzureBatchJob, AzureBatchOpts] | None:
+        """The app as Batch holds it: its job and tasks, as REST JSON (what ``describe`` reads them into, with
+        every field Batch has); None once the job is gone."""
+        from azure.core.exceptions import ResourceNotFoundError
+
+        account, job_id = split_app_id(app_id, self._defaults())
+        hook = self._hook(account)
+        job = hook.get_job(job_id)
+        if job is None:
+            return None
+        try:
+            tasks = list(hook.client.list_tasks(job_id))
+        except ResourceNotFoundError:  # deleted since
+            return None
+        native = {"job": job.as_dict(), "tasks": [task.as_dict() for task in tasks]}
+        return AppDryRunInfo(AzureBatchJob(account, app_id, None, native), AzureBatchJob.render)
 
     def log_iter(
         self,

@@ -5,7 +5,8 @@ A job the provider submits ends with its last task (or with a terminate request)
 - PENDING: no task has started (nodes are still coming up, or the tasks wait for a free one);
 - RUNNING: a task has started and the job has not ended;
 - SUCCEEDED: every task succeeded; FAILED: a task failed, or the job ended with tasks undone (its wall clock);
-- CANCELLED: the job was terminated by ``torchx cancel`` (or a user, or a killed Airflow task).
+- CANCELLED: the job was terminated by ``torchx cancel`` (or a user, or a killed Airflow task), or deleted while it
+  ran (a job being deleted after it ended reads as what it ended as).
 
 A replica's own record (:mod:`.records`) says how it ended; a replica that failed fails the app, even while the
 job still runs (``describe`` then ends it: fail fast).
@@ -27,21 +28,24 @@ CANCEL_REASON = "TorchXCancel"
 CANCEL_REASONS = frozenset({CANCEL_REASON, "UserTerminate", "AirflowTaskKilled"})
 # describe's terminate reason when it ends an app for a failed replica: FAIL_FAST_REASON:<role index>/<replica>:<exit>
 FAIL_FAST_REASON = "TorchXReplicaFailed"
-ENDED_JOB_STATES = frozenset({"completed", "terminating"})
+# A job being deleted has ended: it reads as what it ended as (SUCCEEDED, FAILED), CANCELLED only if the deletion
+# stopped it while it ran.
+DELETING = "deleting"
+ENDED_JOB_STATES = frozenset({"completed", "terminating", DELETING})
 
 
 def app_state(job_state: str | None, terminate_reason: str | None, counts: TaskCounts) -> AppState:
     """The app's state from its job's state, terminate reason and task counts."""
     if job_state is None:
         return AppState.UNKNOWN
-    if job_state == "deleting":
-        return AppState.CANCELLED
     ended = job_state in ENDED_JOB_STATES
     all_done = counts.total > 0 and counts.completed == counts.total
     if not (ended or all_done):
         return AppState.RUNNING if counts.running or counts.completed else AppState.PENDING
     if terminate_reason in CANCEL_REASONS:
         return AppState.CANCELLED
+    if job_state == DELETING and terminate_reason is None and not all_done:
+        return AppState.CANCELLED  # deleted while it ran: the deletion stopped it
     if counts.failed or not all_done or counts.succeeded < counts.total:
         return AppState.FAILED
     return AppState.SUCCEEDED

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 
 import pytest
@@ -83,3 +84,46 @@ def test_an_app_no_vm_size_can_run_fails_the_dag_file():
         AzureBatchTorchXOperator(task_id="app", app=app)
     with pytest.raises(AzureBatchValidationError, match=r"app_options has unknown option.*colour"):
         AzureBatchTorchXOperator(task_id="app2", component="utils.echo", app_options={"colour": "red"})
+
+
+def test_the_roles_mounts_and_a_private_registry_connection_reach_the_job(
+    airflow_db, azbatch_default, batch_client, monkeypatch
+):
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_TRAINING_REGISTRY",
+        json.dumps(
+            {"conn_type": "generic", "host": "training.azurecr.io", "login": "puller", "password": "pull-s3cret"}
+        ),
+    )
+    app = specs.AppDef(
+        "mounted",
+        roles=[
+            specs.Role(
+                "train",
+                image="training.azurecr.io/train:1",
+                entrypoint="echo",
+                args=["trained"],
+                resource=specs.Resource(cpu=1, gpu=0, memMB=512),
+                mounts=[specs.BindMount(src_path="/mnt/batch/data", dst_path="/data", read_only=True)],
+            )
+        ],
+    )
+    with DAG("torchx_mounts_registry", schedule=None, start_date=START) as dag:
+        AzureBatchTorchXOperator(
+            task_id="app", app=app, app_options={"registry_conn_id": "training_registry"}, poll_interval=0.3
+        )
+    run, logs = run_dag(dag)
+    assert run.state == "success", "\n".join(logs[-30:])
+    assert "[train] trained" in logs
+    job_id = run.get_task_instance("app").xcom_pull(task_ids="app")["job_id"]
+    settings = batch_client.get_task(job_id, "train").container_settings
+    assert settings.image_name == "training.azurecr.io/train:1"
+    assert settings.container_run_options == "--volume /mnt/batch/data:/data:ro"
+    assert (settings.registry.registry_server, settings.registry.username) == ("training.azurecr.io", "puller")
+    # The app's pool may pull from the registry too (the pool made for it, as the scheduler's).
+    pool = batch_client.get_job(job_id).pool_info.auto_pool_specification.pool
+    registries = pool.virtual_machine_configuration.container_configuration.container_registries
+    assert [(r.registry_server, r.username) for r in registries] == [("training.azurecr.io", "puller")]
+    assert not any("pull-s3cret" in line for line in logs)
+    # The app fails fast as the scheduler's apps do (the operator's default, [azbatch] fail_fast, is off).
+    assert batch_client.get_task(job_id, "train").exit_conditions.default.job_action == "terminate"

@@ -43,3 +43,50 @@ def test_delete_removes_the_apps_job(azbatch_default, batch_client):
         wait_until(lambda: batch_client.get_job(job_id).state == "completed", timeout=120, what="the app")
         runner.delete(handle)
         wait_until(lambda: runner.status(handle) is None, timeout=60, what="the app's job gone")
+
+
+def test_list_shows_the_current_users_apps_another_users_by_the_user_option_or_everyones(azbatch_default, batch_client):
+    from airflow_provider_azbatch.torchx.names import current_user
+
+    me = current_user()
+    with runner_api.get_runner() as runner:
+        mine = runner.run(echo(msg="mine"), "azure_batch", cfg={}, workspace=None)
+        theirs = runner.run(echo(msg="theirs"), "azure_batch", cfg={"user": "someone-else"}, workspace=None)
+        jobs = [handle.rsplit(":", 1)[1] for handle in (mine, theirs)]
+        wait_until(
+            lambda: all(batch_client.get_job(job_id).state == "completed" for job_id in jobs),
+            timeout=120,
+            what="both apps",
+        )
+        # Who ran it is in the job's metadata.
+        metadata = {item.name: item.value for item in batch_client.get_job(mine.rsplit(":", 1)[1]).metadata}
+        assert metadata["torchx-user"] == me
+
+        def listed(cfg):
+            return {app.app_handle for app in runner.list("azure_batch", cfg)} & {mine, theirs}
+
+        assert listed(None) == {mine}
+        assert listed({"user": "someone-else"}) == {theirs}
+        assert listed({"user": "*"}) == {mine, theirs}
+        with pytest.raises(ValueError, match=r"run option `user` is '\*', which only torchx list takes"):
+            runner.dryrun(echo(msg="x"), "azure_batch", cfg={"user": "*"})
+
+
+def test_describe_native_is_the_job_and_its_tasks_as_batch_holds_them(azbatch_default, batch_client):
+    with runner_api.get_runner() as runner:
+        handle = runner.run(echo(msg="native"), "azure_batch", cfg={"priority": 7}, workspace=None)
+        job_id = handle.rsplit(":", 1)[1]
+        info = runner.describe_native(handle)
+        assert info is not None
+        native = info.request.preview
+        assert native["job"]["id"] == job_id
+        assert native["job"]["priority"] == 7
+        assert native["job"]["poolInfo"]["autoPoolSpecification"]["pool"]["vmSize"]
+        assert [task["id"] for task in native["tasks"]] == ["echo"]
+        assert "exec echo native" in native["tasks"][0]["commandLine"]
+        shown = json.loads(str(info))
+        assert shown["app_id"] == f"azbatch_default:{job_id}"
+        assert shown["job"]["id"] == job_id
+        wait_until(lambda: batch_client.get_job(job_id).state == "completed", timeout=120, what="the app")
+        runner.delete(handle)
+        wait_until(lambda: runner.describe_native(handle) is None, timeout=60, what="the app's job gone")

@@ -166,6 +166,13 @@ def test_job_ids_carry_the_prefix_list_filters_on():
         ("completed", "TorchXCancel", TaskCounts(completed=1), AppState.CANCELLED),
         ("terminating", "UserTerminate", TaskCounts(running=1), AppState.CANCELLED),
         ("active", None, TaskCounts(completed=1, succeeded=1), AppState.SUCCEEDED),
+        # A job being deleted reads as what it ended as; deleted while it ran, it was stopped.
+        ("deleting", "AllTasksComplete", TaskCounts(completed=2, succeeded=2), AppState.SUCCEEDED),
+        ("deleting", "AllTasksComplete", TaskCounts(completed=2, succeeded=1, failed=1), AppState.FAILED),
+        ("deleting", "MaxWallClockTimeExpiry", TaskCounts(active=1), AppState.FAILED),
+        ("deleting", "TorchXCancel", TaskCounts(completed=1), AppState.CANCELLED),
+        ("deleting", None, TaskCounts(running=1), AppState.CANCELLED),
+        ("deleting", None, TaskCounts(completed=1, succeeded=1), AppState.SUCCEEDED),
     ],
 )
 def test_app_states(job_state, reason, counts, expected):
