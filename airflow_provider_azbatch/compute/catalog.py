@@ -26,7 +26,8 @@ class VmSize:
 
     ``name`` is lowercase (``standard_d2s_v3``), the form Batch pools report. ``gpu_memory_gib`` is per
     GPU. ``explicit_only`` sizes are chosen only when the requirement names their ``gpu_kind``: they
-    need set-up the default images lack (the NVadsA10 v5 GPUs need NVIDIA's GRID driver).
+    need set-up the default images lack (the NVadsA10 v5 GPUs need NVIDIA's GRID driver). ``infiniband``: the
+    size has InfiniBand (RDMA) networking between nodes, which NCCL uses across nodes instead of TCP.
     """
 
     name: str
@@ -40,6 +41,7 @@ class VmSize:
     max_data_disks: int | None = None
     low_priority_capable: bool = True
     explicit_only: bool = False
+    infiniband: bool = False
 
     def describe(self) -> str:
         """``standard_e96s_v5 (96 vCPU, 672 GiB, 0 GPU)``: the form used in error messages."""
@@ -196,7 +198,7 @@ def _parse_size(entry: object, index: int, origin: str) -> VmSize:
     if not gpus and gpu_kind is not None:
         raise CatalogError(f"{where}: 'gpu_kind' must be null when the size has no GPU")
     flags = {}
-    for key, default in (("low_priority_capable", True), ("explicit_only", False)):
+    for key, default in (("low_priority_capable", True), ("explicit_only", False), ("infiniband", False)):
         flag = entry.get(key, default)
         if not isinstance(flag, bool):
             raise CatalogError(f"{where}: {key!r} must be true or false, got {flag!r}")

@@ -53,6 +53,13 @@ def test_packaged_catalog_rows_are_consistent() -> None:
         assert size.explicit_only == (size.family == "NVadsA10_v5")
 
 
+def test_packaged_catalog_marks_the_infiniband_sizes() -> None:
+    # The ND sizes' tables list InfiniBand (HDR on the A100 ones, NDR on the H100 one); no NC or NV size has it.
+    marked = sorted(size.name for size in load_catalog() if size.infiniband)
+    assert marked == ["standard_nd96amsr_a100_v4", "standard_nd96asr_v4", "standard_nd96isr_h100_v5"]
+    assert load_catalog().get("standard_nc24ads_a100_v4").infiniband is False
+
+
 @pytest.mark.parametrize(
     ("name", "expected"),
     [
@@ -75,11 +82,11 @@ def test_packaged_catalog_rows_are_consistent() -> None:
         ),
         (
             "standard_nd96asr_v4",
-            VmSize("standard_nd96asr_v4", "NDasrA100_v4", 96, 900.0, 0, 8, "A100", 40.0, 32),
+            VmSize("standard_nd96asr_v4", "NDasrA100_v4", 96, 900.0, 0, 8, "A100", 40.0, 32, infiniband=True),
         ),
         (
             "standard_nd96amsr_a100_v4",
-            VmSize("standard_nd96amsr_a100_v4", "NDm_A100_v4", 96, 1900.0, 0, 8, "A100", 80.0, 32),
+            VmSize("standard_nd96amsr_a100_v4", "NDm_A100_v4", 96, 1900.0, 0, 8, "A100", 80.0, 32, infiniband=True),
         ),
         (
             "standard_nc40ads_h100_v5",
@@ -197,6 +204,10 @@ GOOD = {"name": "standard_x", "family": "X", "vcpus": 2, "memory_gib": 4, "hourl
         (
             {**GOOD, "low_priority_capable": "yes"},
             "sizes[0] ('standard_x'): 'low_priority_capable' must be true or false, got 'yes'",
+        ),
+        (
+            {**GOOD, "infiniband": 1},
+            "sizes[0] ('standard_x'): 'infiniband' must be true or false, got 1",
         ),
         ({**GOOD, "family": ""}, "sizes[0] ('standard_x'): 'family' must be a non-empty string"),
         ({**GOOD, "name": ""}, "sizes[0]: 'name' must be a non-empty string"),
