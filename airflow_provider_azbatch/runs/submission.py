@@ -100,7 +100,7 @@ def build_submission(hook: Any, request: JobRequest, where: TaskInstanceRef | No
         job_id=job_id,
         pool_id=pool_id,
         tasks=specs,
-        environment=checked.environment,
+        environment={**request.containers.environment(), **checked.environment},
         metadata=metadata,
         default_retries=request.max_task_retries,
         default_wall_clock=request.max_wall_clock,

@@ -13,6 +13,7 @@ from airflow_provider_azbatch.hooks.storage import LogLocation
 from airflow_provider_azbatch.submission import exit_conditions
 from airflow_provider_azbatch.submission import validation as check
 from airflow_provider_azbatch.submission.blob_io import InputSpec, OutputSpec
+from airflow_provider_azbatch.submission.container_runtime import join_options
 from airflow_provider_azbatch.submission.containers import RegistryCredentials, container_settings
 from airflow_provider_azbatch.submission.exit_conditions import ExitConditions
 from airflow_provider_azbatch.submission.identity import RunAs
@@ -72,11 +73,14 @@ class TaskExtras:
     # Files for the tasks' working directories, staged in Blob (a TaskFlow function's call).
     files: Sequence[StagedFile] = ()
 
-    def container_settings(self, task_image: str | None) -> batch_models.BatchTaskContainerSettings | None:
+    def container_settings(
+        self, task_image: str | None, task_run_options: str | None = None
+    ) -> batch_models.BatchTaskContainerSettings | None:
         image = task_image or self.image
         if image is None:
             return None
-        return container_settings(image, self.registry, self.container_run_options, self.container_working_directory)
+        run_options = join_options(self.container_run_options, task_run_options)
+        return container_settings(image, self.registry, run_options, self.container_working_directory)
 
     def resource_files(
         self, task_inputs: Sequence[InputSpec], task_id: str | None = None
@@ -303,7 +307,7 @@ class JobSubmission:
             depends_on=batch_models.BatchTaskDependencies(task_ids=list(task.depends_on)) if task.depends_on else None,
             required_slots=task.required_slots,
             multi_instance_settings=multi,
-            container_settings=extras.container_settings(task.image),
+            container_settings=extras.container_settings(task.image, task.container_run_options),
             resource_files=resource_files or None,
             output_files=extras.output_files(self.job_id, task.id, task.outputs, self.result_file_of(task)) or None,
             user_identity=batch_models.UserIdentity(run_as.to_rest()) if run_as is not None else None,

@@ -12,6 +12,13 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from airflow_provider_azbatch.submission import validation as check
+from airflow_provider_azbatch.submission.container_runtime import (
+    INFINIBAND_ENVIRONMENT,
+    ContainerRuntimeError,
+    infiniband_options,
+    join_options,
+    shm_option,
+)
 
 WORKING_DIRECTORIES = ("task", "image")
 
@@ -25,14 +32,21 @@ class ContainerOptions:
         extra ``identity_reference`` (a managed identity allowed to pull).
     :param run_options: extra ``docker create`` options.
     :param working_directory: ``task`` (the task's working directory, default) or ``image`` (the image's).
+    :param shm_size: the containers' ``/dev/shm`` (``16g``; ``host``: the node's, ``--ipc=host``); default
+        Docker's 64 MB, too small for PyTorch DataLoader workers.
+    :param infiniband: give the containers the node's InfiniBand adapters for NCCL (``--device=/dev/infiniband``,
+        ``--ulimit memlock=-1``, ``--cap-add=IPC_LOCK``, ``--network=host``, ``NCCL_IB_DISABLE=0``); the pool's VM
+        size must have InfiniBand (the ND sizes).
     """
 
     image: str | None = None
     registry_conn_id: str | None = None
     run_options: str | None = None
     working_directory: str = "task"
+    shm_size: str | None = None
+    infiniband: bool = False
 
-    template_fields: ClassVar[Sequence[str]] = ("image", "run_options")
+    template_fields: ClassVar[Sequence[str]] = ("image", "run_options", "shm_size")
 
     def check(self, flat_names: Mapping[str, str] | None = None) -> None:
         """``flat_names``: given as the operator's flat parameters (field -> parameter name where they differ)."""
@@ -42,6 +56,21 @@ class ContainerOptions:
         check.text(self.run_options, name("run_options"))
         if self.working_directory not in WORKING_DIRECTORIES:
             raise check.fail(name("working_directory"), f"must be 'task' or 'image', got {self.working_directory!r}")
+        try:
+            shm_option(self.shm_size)
+        except ContainerRuntimeError as exc:
+            raise check.fail(name("shm_size"), str(exc)) from None
+        if not isinstance(self.infiniband, bool):
+            raise check.fail(name("infiniband"), f"must be True or False, got {self.infiniband!r}")
+
+    def all_run_options(self) -> str | None:
+        """What every container is created with: shared memory, InfiniBand, then ``run_options`` (which win)."""
+        infiniband = infiniband_options() if self.infiniband else None
+        return join_options(shm_option(self.shm_size), infiniband, self.run_options)
+
+    def environment(self) -> dict[str, str]:
+        """Variables the job's tasks get for these options (NCCL told to use InfiniBand)."""
+        return dict(INFINIBAND_ENVIRONMENT) if self.infiniband else {}
 
 
 @dataclass

@@ -102,7 +102,7 @@ def task_extras(
     return TaskExtras(
         image=containers.image,
         registry=registry,
-        container_run_options=containers.run_options,
+        container_run_options=containers.all_run_options(),
         container_working_directory=containers.working_directory,
         inputs=inputs,
         outputs=outputs,

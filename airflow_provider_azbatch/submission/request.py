@@ -13,10 +13,12 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from airflow_provider_azbatch.compute import ComputeSpecError, named_vm_size, select_vm_size
 from airflow_provider_azbatch.hooks.storage import LogLocation
 from airflow_provider_azbatch.pools.strategy import IDENTITY_REFUSED, BatchPool
 from airflow_provider_azbatch.submission import validation as check
 from airflow_provider_azbatch.submission.blob_io import InputSpec, OutputSpec, parse_inputs, parse_outputs
+from airflow_provider_azbatch.submission.container_runtime import ContainerRuntimeError, check_infiniband
 from airflow_provider_azbatch.submission.exit_conditions import ExitConditions, skip_codes
 from airflow_provider_azbatch.submission.identity import RunAs
 from airflow_provider_azbatch.submission.job_ids import TASK_INSTANCE_KEYS
@@ -123,6 +125,7 @@ class JobRequest:
             self.blob.check(self.option_names.get("blob"))
         if ready(self.containers):
             self.containers.check(self.option_names.get("containers"))
+            self._check_infiniband()
         if ready(self.workspace):
             checked.workspace = Workspace.parse(self.workspace, "workspace")
         if self.job_id is not None and ready(self.job_id):
@@ -167,6 +170,22 @@ class JobRequest:
         self._check_overrides_of_job(checked)
         self._check_overrides_of_tasks(checked)
         return checked
+
+    def _check_infiniband(self) -> None:
+        """InfiniBand asked of a pool this provider creates: its VM size must have it (an existing pool's size is
+        not known before it is read)."""
+        pool = self.pool
+        if not self.containers.infiniband or pool.kind == "existing" or pool.requirements is None:
+            return
+        try:
+            requirements = pool.requirements
+            vm = named_vm_size(pool.vm_size, requirements)[0] if pool.vm_size else select_vm_size(requirements)
+            check_infiniband(vm)
+        except ComputeSpecError:
+            return  # the pool's own check names it
+        except ContainerRuntimeError as exc:
+            name = "infiniband" if self.option_names.get("containers") is not None else "containers.infiniband"
+            raise check.fail(name, f"{exc} (the BatchPool's vm_size=)") from None
 
     def _check_identities(self, checked: CheckedRequest) -> None:
         """What a pool the provider creates cannot do: managed identities, users it does not define."""

@@ -25,6 +25,7 @@ TASK_FIELDS = (
     "required_slots",
     "display_name",
     "image",
+    "container_run_options",
     "num_nodes",
     "coordination_command",
     "inputs",
@@ -44,7 +45,8 @@ DEFAULT_COORDINATION_COMMAND = "true"
 class TaskSpec:
     """One Batch task: ``id`` and ``command_line`` (run by ``/bin/sh -c`` on Linux nodes), optionally
     ``environment``, ``max_retries``, ``max_wall_clock`` (timedelta or seconds), ``depends_on`` (ids),
-    ``required_slots``, ``display_name``, ``image`` (run in this container image), ``num_nodes`` with
+    ``required_slots``, ``display_name``, ``image`` (run in this container image), ``container_run_options``
+    (added after the job's container run options), ``num_nodes`` with
     ``coordination_command`` (a multi-node task), ``inputs`` and ``outputs`` (Blob; see blob_io),
     ``workspace`` (a local directory unpacked into ``workspace/``; see :mod:`airflow_provider_azbatch.workspace`),
     ``run_as`` (who it runs as; see :mod:`airflow_provider_azbatch.submission.identity`), ``overrides`` (Batch
@@ -63,6 +65,7 @@ class TaskSpec:
     required_slots: int | None = None
     display_name: str | None = None
     image: str | None = None
+    container_run_options: str | None = None
     num_nodes: int = 1
     coordination_command: str | None = None
     inputs: tuple[InputSpec, ...] = ()
@@ -114,6 +117,7 @@ class TaskSpec:
                 value.get("display_name"), f"{where}.display_name", max_chars=check.MAX_DISPLAY_NAME
             ),
             image=image,
+            container_run_options=check.text(value.get("container_run_options"), f"{where}.container_run_options"),
             num_nodes=num_nodes,
             coordination_command=coordination,
             inputs=parse_inputs(value.get("inputs"), f"{where}.inputs"),

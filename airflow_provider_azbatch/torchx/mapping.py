@@ -32,11 +32,30 @@ from typing import Any
 
 from torchx.specs import AppDef, BindMount, DeviceMount, Resource, RetryPolicy, Role, macros
 
-from airflow_provider_azbatch.compute import ComputeSpecError, ResourceRequirements, pool_spec_from_requirements
+from airflow_provider_azbatch.compute import (
+    ComputeSpecError,
+    ResourceRequirements,
+    VmSize,
+    load_catalog,
+    named_vm_size,
+    pool_spec_from_requirements,
+    select_vm_size,
+)
 from airflow_provider_azbatch.exceptions import AzureBatchValidationError
 from airflow_provider_azbatch.hooks.storage import LogLocation
 from airflow_provider_azbatch.pools.strategy import BatchPool, PoolStrategyError
 from airflow_provider_azbatch.submission.blob_io import OutputSpec
+from airflow_provider_azbatch.submission.container_runtime import (
+    HOST_IPC,
+    INFINIBAND_ENVIRONMENT,
+    ContainerRuntimeError,
+    check_infiniband,
+    half_of_memory,
+    infiniband_options,
+    join_options,
+    sets_shared_memory,
+    shm_option,
+)
 from airflow_provider_azbatch.submission.job_side_tasks import PREPARATION, RELEASE, JobSideTask
 from airflow_provider_azbatch.submission.options import BlobOptions, ContainerOptions
 from airflow_provider_azbatch.submission.request import JobRequest
@@ -55,7 +74,12 @@ from airflow_provider_azbatch.torchx.options import AzureBatchOpts, TorchXOption
 from airflow_provider_azbatch.workspace.spec import Workspace
 
 # Resource.capabilities the scheduler understands.
-CAPABILITIES = ("vm_size", "gpu_kind", "low_priority", "os_image")
+CAPABILITIES = ("vm_size", "gpu_kind", "low_priority", "os_image", "infiniband")
+# Role metadata the scheduler reads: the role's own container run options and /dev/shm size.
+RUN_OPTIONS_METADATA = "azure_batch/container_run_options"
+SHM_SIZE_METADATA = "azure_batch/shm_size"
+# shm_size's default: half the node's memory (see container_runtime); "none": Docker's own 64 MB.
+AUTO_SHM, NO_SHM = "auto", "none"
 # Where the output is kept in the log container: <prefix>/<job>/<task>/ (LogLocation).
 LOGS_PREFIX = "torchx"
 
@@ -157,12 +181,15 @@ def pool_of(app: AppDef, opts: AzureBatchOpts) -> BatchPool:
         os_image=sizes[0][0].os_image,
     )
     vm_size = opts.vm_size or next(iter(named), None)
+    # Every role runs at once (a replica a node): the pool must hold all of them, or the roles wait on each other.
     replicas = sum(role.num_replicas for role in app.roles)
     max_nodes = opts.max_nodes if opts.max_nodes is not None else replicas
-    widest = max(role.num_replicas for role in app.roles)
-    if max_nodes < widest:
+    if max_nodes < replicas:
+        counts = " + ".join(f"{role.num_replicas} ({role.name})" for role in app.roles)
         raise TorchXOptionError(
-            "max_nodes", f"is {max_nodes}, but a role runs {widest} replicas at once (one node each): raise it"
+            "max_nodes",
+            f"is {max_nodes}, but the app's roles run at once, one node per replica: {counts} = {replicas} nodes; "
+            f"raise it to {replicas} or more",
         )
     try:
         if opts.pool_id:
@@ -174,6 +201,71 @@ def pool_of(app: AppDef, opts: AzureBatchOpts) -> BatchPool:
         return BatchPool.auto(combined, max_nodes=max_nodes, vm_size=vm_size, prefix="torchx")
     except PoolStrategyError as exc:
         raise AzureBatchValidationError("pool", str(exc)) from None
+
+
+def node_size(pool: BatchPool, opts: AzureBatchOpts) -> VmSize | None:
+    """The VM size of the app's nodes when it is known before anything is read from Batch: a pool made for the
+    app (or a shared one) from its resources or vm_size; an existing pool's only when vm_size names it."""
+    if pool.kind == "existing" or pool.requirements is None:
+        return load_catalog().find(opts.vm_size) if opts.vm_size else None
+    try:
+        if pool.vm_size:
+            return named_vm_size(pool.vm_size, pool.requirements)[0]
+        return select_vm_size(pool.requirements)
+    except ComputeSpecError:
+        return None
+
+
+def wants_infiniband(role: Role, opts: AzureBatchOpts) -> bool:
+    return opts.infiniband or bool(role.resource.capabilities.get("infiniband", False))
+
+
+def container_setup(role: Role, opts: AzureBatchOpts, vm: VmSize | None) -> tuple[str | None, dict[str, str]]:
+    """(the role's container run options, the variables they need): mounts, ``/dev/shm``, InfiniBand, then the
+    app's and the role's own options (which win where Docker takes one value)."""
+    where = f"role '{role.name}'"
+    own = role.metadata.get(RUN_OPTIONS_METADATA)
+    if own is not None and not isinstance(own, str):
+        raise AzureBatchValidationError(
+            f"{where} metadata[{RUN_OPTIONS_METADATA!r}]", f"must be a string of docker create options, got {own!r}"
+        )
+    given = join_options(opts.container_run_options, own)
+    environment: dict[str, str] = {}
+    infiniband = None
+    if wants_infiniband(role, opts):
+        try:
+            check_infiniband(vm)
+        except ContainerRuntimeError as exc:
+            problem = f"{exc} (-cfg vm_size=, or a resource such as -h azure_nd96asr_v4)"
+            if opts.infiniband:
+                raise TorchXOptionError("infiniband", problem) from None
+            raise AzureBatchValidationError(f"{where} resource.capabilities.infiniband", problem) from None
+        infiniband = infiniband_options()
+        environment.update(INFINIBAND_ENVIRONMENT)
+    shm = None if sets_shared_memory(given) else _shm(role, opts, vm)
+    return join_options(_mount_options(role), shm, infiniband, given), environment
+
+
+def _shm(role: Role, opts: AzureBatchOpts, vm: VmSize | None) -> str | None:
+    """The role's ``/dev/shm`` option: its metadata's size, else the run option's."""
+    size = role.metadata.get(SHM_SIZE_METADATA, opts.shm_size)
+    text = str(size).strip().lower() if size is not None else NO_SHM
+    if text in (NO_SHM, ""):
+        return None
+    if text == AUTO_SHM:
+        if vm is not None and vm.memory_gib:
+            return shm_option(half_of_memory(vm))
+        if role.resource.memMB > 0:
+            return shm_option(f"{max(1, role.resource.memMB // 2048)}g")
+        # Nothing says how much memory the node has: share the node's own /dev/shm.
+        return shm_option(HOST_IPC)
+    try:
+        return shm_option(text)
+    except ContainerRuntimeError as exc:
+        problem = f"{exc}; or {AUTO_SHM} (half the node's memory), or {NO_SHM} (Docker's 64 MB)"
+        if SHM_SIZE_METADATA in role.metadata:
+            raise AzureBatchValidationError(f"role '{role.name}' metadata[{SHM_SIZE_METADATA!r}]", problem) from None
+        raise TorchXOptionError("shm_size", problem) from None
 
 
 # -- commands ----------------------------------------------------------------------------------------------
@@ -190,9 +282,12 @@ def role_task(
     containers: bool,
     single_role: bool,
     records: OutputSpec | None = None,
+    run_options: str | None = None,
+    environment: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """The role as one Batch task (a multi-instance task for several replicas); each replica runs under the
-    node wrapper (:mod:`.node`). ``records``: where replica 0's record and time index are uploaded."""
+    node wrapper (:mod:`.node`). ``records``: where replica 0's record and time index are uploaded;
+    ``run_options`` and ``environment``: its container's (:func:`container_setup`), the role's env winning."""
     _check_role(role, single_role)
     replicas = [_replica_role(role, app_id, index) for index in range(role.num_replicas)]
     # Variables every replica has alike go to the task; those the replica_id macro makes differ are exported.
@@ -214,11 +309,13 @@ def role_task(
         "id": task_id,
         "command_line": command,
         "display_name": role.name,
-        "environment": common,
+        "environment": {**(environment or {}), **common},
         "num_nodes": role.num_replicas,
     }
     if containers and role.image:
         spec["image"] = role.image
+        if run_options:
+            spec["container_run_options"] = run_options
     elif role.mounts:
         raise AzureBatchValidationError(
             f"role '{role.name}' mounts", "apply to a role's container: leave containers=True (the default)"
@@ -321,6 +418,8 @@ def job_request(
     if not app.roles:
         raise AzureBatchValidationError("app", f"'{app.name}' has no roles")
     pool = pool_of(app, opts)
+    vm = node_size(pool, opts)
+    setups = [container_setup(role, opts, vm) for role in app.roles]
     ids = task_ids(app.roles)
     keep_logs = has_storage and bool(opts.log_container)
     location = LogLocation(opts.log_container, LOGS_PREFIX) if keep_logs else None
@@ -333,8 +432,10 @@ def job_request(
             containers=opts.containers,
             single_role=len(app.roles) == 1,
             records=_records(location, job_id, task_id),
+            run_options=run_options,
+            environment=environment,
         )
-        for role, task_id in zip(app.roles, ids, strict=True)
+        for role, task_id, (run_options, environment) in zip(app.roles, ids, setups, strict=True)
     ]
     roles = [
         [role.name, task_id, role.num_replicas, role.entrypoint] for role, task_id in zip(app.roles, ids, strict=True)
@@ -361,16 +462,11 @@ def job_request(
         release = JobSideTask(RELEASE, node.RELEASE_COMMAND, log_upload=True)
     if opts.priority is not None and not -1000 <= opts.priority <= 1000:
         raise TorchXOptionError("priority", f"is {opts.priority}: give -1000 to 1000")
-    # Bind and device mounts are container run options, which the provider sets for the whole job.
-    mounts = {options for options in (_mount_options(role) for role in app.roles) if options}
-    if len(mounts) > 1:
-        raise AzureBatchValidationError(
-            "role mounts", "differ between roles: every role of an app gets the same bind and device mounts here"
-        )
     request = JobRequest(
         pool=pool,
         tasks=tasks,
-        containers=ContainerOptions(registry_conn_id=opts.registry_conn_id, run_options=next(iter(mounts), None)),
+        # Each role's container run options (mounts, /dev/shm, InfiniBand, its own) are its task's.
+        containers=ContainerOptions(registry_conn_id=opts.registry_conn_id),
         blob=BlobOptions(output_container=opts.log_container if keep_logs else None, logs_prefix=LOGS_PREFIX),
         job_id=job_id,
         display_name=app.name,

@@ -80,6 +80,15 @@ class AzureBatchOpts(StructuredOpts):
     registry_conn_id: str | None = None
     """Airflow connection of a private container registry (host = server, login + password)."""
 
+    container_run_options: str | None = None
+    """docker create options for every role's container (e.g. '--ulimit nofile=65536'), after the scheduler's own; a role adds its own with its metadata azure_batch/container_run_options."""  # noqa: E501
+
+    shm_size: str = "auto"
+    """Each role's /dev/shm, where DataLoader workers pass batches: auto (half the node's memory, as Linux gives the node's own), a size (16g), host (the node's, --ipc=host), or none (Docker's 64 MB); a role's metadata azure_batch/shm_size wins."""  # noqa: E501
+
+    infiniband: bool = False
+    """Give every role the node's InfiniBand adapters for NCCL (RDMA): needs a VM size with InfiniBand (the ND sizes); a role asks alone with the resource capability infiniband=True (the Azure named resources of those sizes do)."""  # noqa: E501
+
     priority: int | None = None
     """The Batch job's priority, -1000 to 1000 (default 0)."""
 

@@ -145,7 +145,9 @@ def test_what_batch_cannot_express_is_refused_before_submission():
 
 def test_bind_mounts_become_container_run_options():
     result, _ = request(AppDef("x", roles=[role(mounts=[BindMount("/mnt/data", "/data", read_only=True)])]))
-    assert result.containers.run_options == "--volume /mnt/data:/data:ro"
+    # The role's own, before its /dev/shm: half the memory of its node, the cheapest size (standard_f2s_v2, 4 GiB).
+    assert result.tasks[0]["container_run_options"] == "--volume /mnt/data:/data:ro --shm-size=2g"
+    assert result.containers.run_options is None
 
 
 def test_job_ids_carry_the_prefix_list_filters_on():
