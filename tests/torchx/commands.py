@@ -25,6 +25,8 @@ DRYRUN = "torchx run --dryrun -s azure_batch utils.echo"
 OTHER_ACCOUNT = "torchx run -s azure_batch -cfg conn_id=research utils.echo --msg hi"
 # Run with what the local machine needs on top (tests/torchx/test_torchx_rendezvous.py says what and why).
 TORCHRUN = "torchx run -s azure_batch -cfg shared_pool=training,max_nodes=2 dist.torchrun -j 2x1 --script train.py"
+# A role on an Azure VM size by its named resource (torchx_plugins/named_resources/azure.py).
+NAMED_RESOURCE = "torchx run --dryrun -s azure_batch dist.ddp -j 2x1 -h azure_nc24ads_a100_v4 --script train.py"
 
 _CLI = "tests/torchx/test_torchx_cli.py::"
 RUN_BY = {
@@ -37,6 +39,7 @@ RUN_BY = {
     DELETE: f"{_CLI}test_the_688_command_prints_a_handle_then_status_log_list_and_describe_work",
     LOG_TAIL: f"{_CLI}test_a_failing_app_a_cancelled_app_a_followed_log_and_the_workspace",
     CANCEL: f"{_CLI}test_a_failing_app_a_cancelled_app_a_followed_log_and_the_workspace",
+    NAMED_RESOURCE: f"{_CLI}test_a_named_resource_dry_runs_to_its_vm_size_with_its_shared_memory",
     OTHER_ACCOUNT: "tests/torchx/test_torchx_accounts.py::"
     "test_two_accounts_side_by_side_by_one_option_one_of_them_without_airflow",
     TORCHRUN: "tests/torchx/test_torchx_rendezvous.py::test_torchrun_on_two_replicas_through_torchx_run",

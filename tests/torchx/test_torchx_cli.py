@@ -130,3 +130,14 @@ def test_the_docs_show_exactly_the_commands_these_tests_run():
         if re.match(r"(torchx|python -m torchx)", line)
     }
     assert shown == set(commands.RUN_BY)
+
+
+def test_a_named_resource_dry_runs_to_its_vm_size_with_its_shared_memory(torchx, azbatch_with_storage):
+    dryrun = torchx(*argv(commands.NAMED_RESOURCE))
+    assert dryrun.code == 0, dryrun.err
+    shown = json.loads(dryrun.out.split("=== SCHEDULER REQUEST ===", 1)[1])
+    assert shown["pool"]["vmSize"] == "standard_nc24ads_a100_v4"
+    (task,) = shown["tasks"]
+    assert task["multiInstanceSettings"]["numberOfInstances"] == 2
+    # Half the node's 220 GiB for the DataLoader workers' /dev/shm.
+    assert task["containerSettings"]["containerRunOptions"] == "--shm-size=110g"

@@ -118,7 +118,8 @@ def test_the_roles_mounts_and_a_private_registry_connection_reach_the_job(
     job_id = run.get_task_instance("app").xcom_pull(task_ids="app")["job_id"]
     settings = batch_client.get_task(job_id, "train").container_settings
     assert settings.image_name == "training.azurecr.io/train:1"
-    assert settings.container_run_options == "--volume /mnt/batch/data:/data:ro"
+    # The role's mount, then its /dev/shm: half the memory of its node (standard_f2s_v2, 4 GiB).
+    assert settings.container_run_options == "--volume /mnt/batch/data:/data:ro --shm-size=2g"
     assert (settings.registry.registry_server, settings.registry.username) == ("training.azurecr.io", "puller")
     # The app's pool may pull from the registry too (the pool made for it, as the scheduler's).
     pool = batch_client.get_job(job_id).pool_info.auto_pool_specification.pool
