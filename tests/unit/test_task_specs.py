@@ -67,6 +67,7 @@ def test_task_fields():
         "required_slots",
         "display_name",
         "image",
+        "container_run_options",
         "num_nodes",
         "coordination_command",
         "inputs",
@@ -248,3 +249,16 @@ def test_a_task_runs_as_who_it_says_with_its_overrides_checked():
     assert str(info.value) == (
         "tasks[3].overrides.constraints.retention is not a field of BatchTaskConstraints: did you mean 'retentionTime'?"
     )
+
+
+def test_a_tasks_container_run_options_follow_the_jobs():
+    from airflow_provider_azbatch.submission.job import TaskExtras
+
+    (spec,) = parse_tasks(
+        None, [{"id": "t", "command_line": "true", "image": "img:1", "container_run_options": "--ulimit nofile=1"}]
+    )
+    submission = JobSubmission(
+        job_id="j", pool_id="p", tasks=[spec], extras=TaskExtras(container_run_options="--shm-size=8g")
+    )
+    (options,) = submission.task_options()
+    assert options.container_settings.container_run_options == "--shm-size=8g --ulimit nofile=1"

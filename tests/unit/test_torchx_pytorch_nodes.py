@@ -141,3 +141,23 @@ def test_the_operators_container_options_give_shared_memory_and_infiniband():
     assert options.environment() == {"NCCL_IB_DISABLE": "0"}
     with pytest.raises(AzureBatchValidationError, match=r"^containers.shm_size is 'big': give a size with its unit"):
         ContainerOptions(shm_size="big").check()
+
+
+def test_the_operator_refuses_infiniband_on_a_pool_size_without_it():
+    from airflow_provider_azbatch.pools.strategy import BatchPool
+    from airflow_provider_azbatch.submission.request import JobRequest
+
+    def job(vm_size: str) -> JobRequest:
+        return JobRequest(
+            pool=BatchPool.auto({"gpus": 1}, max_nodes=2, vm_size=vm_size),
+            command="torchrun train.py",
+            containers=ContainerOptions(image="img:1", infiniband=True),
+        )
+
+    with pytest.raises(AzureBatchValidationError) as caught:
+        job("standard_nc24ads_a100_v4").check(rendered=True)
+    assert str(caught.value).startswith(
+        "containers.infiniband asks for InfiniBand, but VM size standard_nc24ads_a100_v4 has none: use a size with "
+        "InfiniBand (the ND sizes"
+    )
+    job("standard_nd96asr_v4").check(rendered=True)
