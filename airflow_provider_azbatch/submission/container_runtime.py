@@ -26,7 +26,8 @@ _SHM_OPTIONS = re.compile(r"(^|\s)--(shm-size|ipc)(=|\s)")
 
 
 class ContainerRuntimeError(ValueError):
-    """A container option that cannot work, with its fix; the caller names the field (the message follows it)."""
+    """A container option that cannot work: a /dev/shm size Docker would refuse, or InfiniBand on a VM size without
+    it. The message follows the option's name, which the caller gives."""
 
 
 def shm_option(shm_size: str | None) -> str | None:
