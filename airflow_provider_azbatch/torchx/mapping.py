@@ -27,6 +27,7 @@ import secrets
 import shlex
 import string
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -36,6 +37,7 @@ from airflow_provider_azbatch.compute import (
     ComputeSpecError,
     ResourceRequirements,
     VmSize,
+    fits,
     load_catalog,
     named_vm_size,
     pool_spec_from_requirements,
@@ -65,6 +67,8 @@ from airflow_provider_azbatch.torchx.names import (
     ALL_USERS,
     APP_METADATA_KEY,
     JOB_ID_PREFIX,
+    JOBS_METADATA_KEY,
+    PART_OF_METADATA_KEY,
     ROLES_METADATA_KEY,
     USER_METADATA_KEY,
     current_user,
@@ -82,12 +86,16 @@ SHM_SIZE_METADATA = "azure_batch/shm_size"
 AUTO_SHM, NO_SHM = "auto", "none"
 # Where the output is kept in the log container: <prefix>/<job>/<task>/ (LogLocation).
 LOGS_PREFIX = "torchx"
+# The app's jobs after the first (one per pool of another VM size): <job id>-p2 ... -p9.
+PART_SUFFIX = "-p9"
+MAX_POOLS = 9
 
 
 def new_job_id(app_name: str) -> str:
-    """``torchx-<app name>-<random>``: unique, and found by `torchx list` through its prefix."""
+    """``torchx-<app name>-<random>``: unique, and found by `torchx list` through its prefix; short enough for
+    the ids of the app's other jobs (:func:`part_job_id`)."""
     suffix = "".join(secrets.choice(string.ascii_lowercase + string.digits) for _ in range(10))
-    head = _clean(app_name, MAX_ID_LENGTH - len(JOB_ID_PREFIX) - len(suffix) - 1) or "app"
+    head = _clean(app_name, MAX_ID_LENGTH - len(PART_SUFFIX) - len(JOB_ID_PREFIX) - len(suffix) - 1) or "app"
     return f"{JOB_ID_PREFIX}{head}-{suffix}"
 
 
@@ -161,10 +169,17 @@ def pool_of(app: AppDef, opts: AzureBatchOpts) -> BatchPool:
     sizes = [requirements_of(role) for role in app.roles]
     for role, (requirements, vm_size) in zip(app.roles, sizes, strict=True):
         _fits_some_size(role, requirements, opts.vm_size or vm_size)
-    named = {vm_size for _, vm_size in sizes if vm_size}
-    if len(named) > 1:
+    named = {vm_size.lower() for _, vm_size in sizes if vm_size}
+    if len(named) > 1 and not opts.vm_size:
+        given = "pool_id" if opts.pool_id else "shared_pool" if opts.shared_pool else None
         raise AzureBatchValidationError(
-            "resource.capabilities.vm_size", f"differs between roles ({', '.join(sorted(named))}): one pool runs them"
+            "resource.capabilities.vm_size",
+            f"differs between roles ({', '.join(sorted(named))}): "
+            + (
+                f"{given} is one pool, of one size; leave it out (each size then gets a pool made for the app)"
+                if given
+                else "one job runs on one pool, of one size: run the app with the torchx command (a job per size)"
+            ),
         )
     kinds = {req.gpu_kind for req, _ in sizes if req.gpu_kind}
     if len(kinds) > 1:
@@ -201,6 +216,41 @@ def pool_of(app: AppDef, opts: AzureBatchOpts) -> BatchPool:
         return BatchPool.auto(combined, max_nodes=max_nodes, vm_size=vm_size, prefix="torchx")
     except PoolStrategyError as exc:
         raise AzureBatchValidationError("pool", str(exc)) from None
+
+
+def pool_parts(app: AppDef, opts: AzureBatchOpts) -> list[list[int]]:
+    """The roles (their indices) of each pool: one pool, unless roles name different VM sizes (a resource's
+    vm_size, or an Azure named resource) and the pools are made for the app; then a pool per size, and a role
+    naming none goes to the cheapest of them that fits it."""
+    sized = [requirements_of(role) for role in app.roles]
+    distinct = list(dict.fromkeys(vm_size.lower() for _, vm_size in sized if vm_size))
+    if opts.vm_size or opts.pool_id or opts.shared_pool or len(distinct) < 2:
+        return [list(range(len(app.roles)))]
+    if len(distinct) > MAX_POOLS:
+        raise AzureBatchValidationError(
+            "resource.capabilities.vm_size",
+            f"names {len(distinct)} VM sizes across the roles: an app runs on at most {MAX_POOLS} pools",
+        )
+    catalog = load_catalog()
+    parts: dict[str, list[int]] = {size: [] for size in distinct}
+    for index, (role, (requirements, vm_size)) in enumerate(zip(app.roles, sized, strict=True)):
+        if vm_size:
+            parts[vm_size.lower()].append(index)
+            continue
+        fitting = [vm for size in distinct if (vm := catalog.find(size)) is not None and fits(vm, requirements)]
+        if not fitting:
+            raise AzureBatchValidationError(
+                f"role '{role.name}' resource",
+                f"names no VM size, and none of the other roles' sizes ({', '.join(distinct)}) fits it "
+                f"({requirements.describe()}): name its size (-h azure_<size>, or the vm_size capability)",
+            )
+        parts[min(fitting, key=lambda vm: vm.hourly_usd).name].append(index)
+    return list(parts.values())
+
+
+def part_job_id(job_id: str, part: int) -> str:
+    """The id of the app's job on its ``part``-th pool (0: the app's own id)."""
+    return job_id if part == 0 else f"{job_id}-p{part + 1}"
 
 
 def node_size(pool: BatchPool, opts: AzureBatchOpts) -> VmSize | None:
@@ -408,19 +458,21 @@ def job_request(
     note: Callable[[str], None],
     workspace: Workspace | None = None,
     user: str | None = None,
+    part: _Part | None = None,
 ) -> JobRequest:
     """The Batch job of the app, checked as the operator's requests are (nothing submitted, no I/O).
 
     ``has_storage``: the account has a storage account (workspaces are shipped and logs kept there);
     ``workspace``: one for every role (a DAG's), over the roles' own; ``user``: who it is run for (default: the
-    ``user`` option, else this process's login name), kept in the job's metadata for ``torchx list``.
+    ``user`` option, else this process's login name), kept in the job's metadata for ``torchx list``;
+    ``part``: ``app`` is the roles of one of the app's pools (:func:`job_requests`).
     """
     if not app.roles:
         raise AzureBatchValidationError("app", f"'{app.name}' has no roles")
     pool = pool_of(app, opts)
     vm = node_size(pool, opts)
     setups = [container_setup(role, opts, vm) for role in app.roles]
-    ids = task_ids(app.roles)
+    ids = part.task_ids if part is not None else task_ids(app.roles)
     keep_logs = has_storage and bool(opts.log_container)
     location = LogLocation(opts.log_container, LOGS_PREFIX) if keep_logs else None
     tasks = [
@@ -430,7 +482,7 @@ def job_request(
             app_id,
             workspace=workspace or role_workspace(role, has_storage, note, skip=opts.skip_workspace),
             containers=opts.containers,
-            single_role=len(app.roles) == 1,
+            single_role=part.single_role if part is not None else len(app.roles) == 1,
             records=_records(location, job_id, task_id),
             run_options=run_options,
             environment=environment,
@@ -448,6 +500,7 @@ def job_request(
         APP_METADATA_KEY: app.name,
         ROLES_METADATA_KEY: json.dumps(roles),
         USER_METADATA_KEY: user,
+        **(part.metadata if part is not None else {}),
     }
     if not keep_logs and pool.kind == "auto":
         note(
@@ -492,3 +545,67 @@ def _records(location: LogLocation | None, job_id: str, task_id: str) -> OutputS
         path=location.path(job_id, task_id),
         upload="completion",
     )
+
+
+@dataclass(frozen=True)
+class _Part:
+    """What one of an app's jobs shares with the others: the roles' task ids, whether the app has one role,
+    and the metadata that ties the jobs together."""
+
+    task_ids: list[str]
+    single_role: bool
+    metadata: dict[str, str]
+
+
+def job_requests(
+    app: AppDef,
+    opts: AzureBatchOpts,
+    *,
+    job_id: str,
+    app_id: str,
+    has_storage: bool,
+    note: Callable[[str], None],
+    user: str | None = None,
+) -> list[JobRequest]:
+    """The app's Batch jobs: one, or one per pool when its roles name different VM sizes (:func:`pool_parts`).
+
+    Every role runs at once on its own pool; the first job (whose id is ``job_id``, the app's) lists the
+    others, and ``describe`` reads them all as one app (and ends the others when one fails)."""
+    if not app.roles:
+        raise AzureBatchValidationError("app", f"'{app.name}' has no roles")
+    parts = pool_parts(app, opts)
+    if len(parts) == 1:
+        return [job_request(app, opts, job_id=job_id, app_id=app_id, has_storage=has_storage, note=note, user=user)]
+    ids = task_ids(app.roles)
+    jobs = [part_job_id(job_id, index) for index in range(len(parts))]
+    job_of = {role: jobs[index] for index, part in enumerate(parts) for role in part}
+    every_role = json.dumps(
+        [
+            [role.name, ids[index], role.num_replicas, role.entrypoint, job_of[index]]
+            for index, role in enumerate(app.roles)
+        ]
+    )
+    said: set[str] = set()
+
+    def once(message: str) -> None:
+        if message not in said:
+            said.add(message)
+            note(message)
+
+    requests = []
+    for index, part in enumerate(parts):
+        ties = {ROLES_METADATA_KEY: every_role}
+        ties |= {JOBS_METADATA_KEY: json.dumps(jobs[1:])} if index == 0 else {PART_OF_METADATA_KEY: job_id}
+        requests.append(
+            job_request(
+                AppDef(app.name, roles=[app.roles[role] for role in part], metadata=app.metadata),
+                opts,
+                job_id=jobs[index],
+                app_id=app_id,
+                has_storage=has_storage,
+                note=once,
+                user=user,
+                part=_Part([ids[role] for role in part], len(app.roles) == 1, ties),
+            )
+        )
+    return requests

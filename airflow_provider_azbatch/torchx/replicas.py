@@ -25,7 +25,7 @@ from torchx.specs import AppState
 
 from airflow_provider_azbatch.enums import enum_value
 from airflow_provider_azbatch.hooks.storage import LogLocation
-from airflow_provider_azbatch.torchx.names import roles_of
+from airflow_provider_azbatch.torchx.names import other_jobs_of, role_jobs_of
 from airflow_provider_azbatch.torchx.node import REPLICAS_DIR, STATUS_FILE
 from airflow_provider_azbatch.torchx.records import Record
 from airflow_provider_azbatch.torchx.states import (
@@ -200,6 +200,7 @@ class Replica:
     role_index: int
     task_id: str
     index: int
+    job_id: str = ""  # the Batch job its role's task is in
     state: AppState = AppState.UNKNOWN
     exit_code: int | None = None
     restarts: int = 0
@@ -227,6 +228,22 @@ class Role:
     entrypoint: str
     image: str = ""
     replicas: list[Replica] = field(default_factory=list)
+    job_id: str = ""  # the Batch job its task is in (the app's, or another pool's)
+
+
+@dataclass
+class Job:
+    """One of the app's Batch jobs as read: the app's own, or one of its other pools' (roles of another size)."""
+
+    job_id: str
+    state: str | None
+    terminate_reason: str | None
+    pool_id: str | None
+    auto_pool: bool
+
+    @property
+    def ended(self) -> bool:
+        return self.state in ENDED_JOB_STATES
 
 
 @dataclass
@@ -240,14 +257,20 @@ class App:
     location: LogLocation | None
     pool_id: str | None
     auto_pool: bool
+    # The app's jobs by id, its own first; more than one when its roles run on pools of different VM sizes.
+    jobs: dict[str, Job] = field(default_factory=dict)
 
     @property
     def ended(self) -> bool:
+        if self.jobs:
+            return all(job.ended for job in self.jobs.values())
         return self.job_state in ENDED_JOB_STATES
 
     @property
     def cancelled(self) -> bool:
-        return self.terminate_reason in CANCEL_REASONS
+        return self.terminate_reason in CANCEL_REASONS or any(
+            job.terminate_reason in CANCEL_REASONS for job in self.jobs.values()
+        )
 
     def replicas(self) -> Iterator[Replica]:
         for role in self.roles:
@@ -286,37 +309,52 @@ class AppReader:
     def _read(self, job: Any, *, records: bool) -> App:
         hook = self.hook
         metadata = {item.name: item.value for item in job.metadata or [] if item.name}
-        reason = getattr(job.execution_info, "termination_reason", None)
-        job_state = enum_value(job.state) if job.state is not None else None
-        pool_info = getattr(job, "pool_info", None)
-        auto_pool = getattr(pool_info, "auto_pool_specification", None) is not None
-        pool_id = getattr(job.execution_info, "pool_id", None) or getattr(pool_info, "pool_id", None)
+        own = _job(self.job_id, job)
         tasks = {task.id: task for task in hook.list_tasks(self.job_id, select=TASK_SELECT)}
         app = App(
             job_id=self.job_id,
-            job_state=job_state,
-            terminate_reason=reason,
+            job_state=own.state,
+            terminate_reason=own.terminate_reason,
             metadata=metadata,
             roles=[],
             state=AppState.UNKNOWN,
             location=LogLocation.from_metadata(job.metadata),
-            pool_id=pool_id,
-            auto_pool=auto_pool,
+            pool_id=own.pool_id,
+            auto_pool=own.auto_pool,
+            jobs={self.job_id: own},
         )
-        for index, (name, task_id, replicas, entrypoint) in enumerate(roles_of(metadata)):
-            task = tasks.get(task_id)
+        states = [app_state(own.state, own.terminate_reason, _counts(tasks.values()))]
+        # The app's other jobs (roles on pools of other VM sizes); one deleted before the app's own reads as gone.
+        tasks_of = {self.job_id: tasks}
+        for other_id in other_jobs_of(metadata):
+            other = hook.get_job(other_id, select=JOB_SELECT)
+            if other is None:
+                app.jobs[other_id] = Job(other_id, "completed", None, None, True)
+                tasks_of[other_id] = {}
+                continue
+            app.jobs[other_id] = _job(other_id, other)
+            tasks_of[other_id] = {task.id: task for task in hook.list_tasks(other_id, select=TASK_SELECT)}
+            read = app.jobs[other_id]
+            states.append(app_state(read.state, read.terminate_reason, _counts(tasks_of[other_id].values())))
+        for index, (name, task_id, replicas, entrypoint, job_id) in enumerate(role_jobs_of(metadata)):
+            job_id = job_id if job_id in tasks_of else self.job_id
+            task = tasks_of[job_id].get(task_id)
             image = getattr(getattr(task, "container_settings", None), "image_name", None) or ""
-            role = Role(name, index, task_id, replicas, entrypoint, image)
+            role = Role(name, index, task_id, replicas, entrypoint, image, job_id=job_id)
             role.replicas = self._role_replicas(app, role, task, records=records)
             app.roles.append(role)
-        app.state = with_replicas(
-            app_state(job_state, reason, _counts(tasks.values())), (r.state for r in app.replicas())
-        )
+        if app.terminate_reason in (None, "AllTasksComplete"):
+            # The app ended by another job's end (a role failed there, or it was stopped): that job's reason.
+            reasons = (job.terminate_reason for job in app.jobs.values())
+            app.terminate_reason = next((r for r in reasons if r not in (None, "AllTasksComplete")), None) or (
+                app.terminate_reason
+            )
+        app.state = with_replicas(_combined(states), (r.state for r in app.replicas()))
         return app
 
     # -- one role --------------------------------------------------------------------------------------------
     def _role_replicas(self, app: App, role: Role, task: Any, *, records: bool) -> list[Replica]:
-        replicas = [Replica(role.name, role.index, role.task_id, k) for k in range(role.num_replicas)]
+        replicas = [Replica(role.name, role.index, role.task_id, k, role.job_id) for k in range(role.num_replicas)]
         if task is None:
             for replica in replicas:
                 self._fill(app, replica, Carrier(), None, retries=0, read_record=records)
@@ -330,7 +368,7 @@ class AppReader:
             app,
             replicas[0],
             _carrier(task_state, info),
-            TaskFiles(self.hook, app.job_id, task.id) if on_node else None,
+            TaskFiles(self.hook, role.job_id, task.id) if on_node else None,
             node_id=getattr(node, "node_id", None) or "",
             start=getattr(info, "start_time", None),
             end=getattr(info, "end_time", None),
@@ -351,7 +389,7 @@ class AppReader:
     ) -> set[int]:
         """The replicas on the task's other nodes; which ones were found there."""
         found: set[int] = set()
-        for subtask in self.hook.list_subtasks(app.job_id, task.id):
+        for subtask in self.hook.list_subtasks(role.job_id, task.id):
             node = subtask.node_info
             if not subtask.id or node is None or not node.task_root_directory:
                 continue
@@ -451,7 +489,7 @@ class AppReader:
     def _kept(self, app: App, replica: Replica) -> BlobFiles | None:
         if app.location is None or not self.has_storage:
             return None
-        directory = app.location.path(app.job_id, replica.task_id)
+        directory = app.location.path(replica.job_id or app.job_id, replica.task_id)
         if replica.index > 0:
             directory = f"{directory}/{REPLICAS_DIR}/{replica.index}"
         return BlobFiles(self.hook, app.location.container, directory)
@@ -459,10 +497,12 @@ class AppReader:
     def _why_gone(self, app: App, replica: Replica) -> str:
         """Why a replica's output cannot be read, if it cannot: where it was, and why nothing was kept."""
         who = f"The output of role '{replica.role}' replica {replica.index}"
-        if app.auto_pool:
-            where = f"its node went with the pool made for the app ({app.pool_id}), which Batch deletes with the job"
+        job = app.jobs.get(replica.job_id)
+        pool_id, auto_pool = (job.pool_id, job.auto_pool) if job is not None else (app.pool_id, app.auto_pool)
+        if auto_pool:
+            where = f"its node went with the pool made for the app ({pool_id}), which Batch deletes with the job"
         else:
-            where = f"its node in pool {app.pool_id} no longer has it (removed, or the task's files cleaned up)"
+            where = f"its node in pool {pool_id} no longer has it (removed, or the task's files cleaned up)"
         if app.location is not None and not self.has_storage:
             kept = (
                 f"and it was kept in Blob container {app.location.container}, but this account's connection has no "
@@ -483,6 +523,27 @@ class AppReader:
                 "storage_account_url; the output is then kept in log_container)"
             )
         return f"{who} is gone: {where}, {kept}"
+
+
+def _job(job_id: str, job: Any) -> Job:
+    pool_info = getattr(job, "pool_info", None)
+    return Job(
+        job_id=job_id,
+        state=enum_value(job.state) if job.state is not None else None,
+        terminate_reason=getattr(job.execution_info, "termination_reason", None),
+        pool_id=getattr(job.execution_info, "pool_id", None) or getattr(pool_info, "pool_id", None),
+        auto_pool=getattr(pool_info, "auto_pool_specification", None) is not None,
+    )
+
+
+# How the states of an app's jobs make the app's: the first of these any job is in, else SUCCEEDED.
+_PRECEDENCE = (AppState.FAILED, AppState.CANCELLED, AppState.UNKNOWN, AppState.RUNNING, AppState.PENDING)
+
+
+def _combined(states: list[AppState]) -> AppState:
+    if len(states) == 1:
+        return states[0]
+    return next((state for state in _PRECEDENCE if state in states), AppState.SUCCEEDED)
 
 
 def _carrier(state: str | None, info: Any) -> Carrier:

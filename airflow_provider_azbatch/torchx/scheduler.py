@@ -12,13 +12,14 @@ and torchx's plugin scan stay light.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import sys
 import threading
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -31,8 +32,10 @@ from airflow_provider_azbatch.torchx.names import (
     ALL_USERS,
     APP_METADATA_KEY,
     JOB_ID_PREFIX,
+    PART_OF_METADATA_KEY,
     USER_METADATA_KEY,
     current_user,
+    other_jobs_of,
 )
 from airflow_provider_azbatch.torchx.options import AzureBatchOpts
 from airflow_provider_azbatch.torchx.states import CANCEL_REASON, FAIL_FAST_REASON, app_state
@@ -64,6 +67,8 @@ class AzureBatchJob:
     app_id: str
     request: JobRequest | None
     preview: dict[str, Any]
+    # The app's other jobs, when its roles run on pools of different VM sizes (a job per pool).
+    others: list[JobRequest] = field(default_factory=list)
 
     def render(self) -> str:
         return json.dumps({"account": self.account.describe(), "app_id": self.app_id, **self.preview}, indent=2)
@@ -115,12 +120,12 @@ class AzureBatchScheduler(WorkspaceMixin[None], Scheduler[AzureBatchOpts]):
     def _submit_dryrun(self, app: AppDef, cfg: AzureBatchOpts) -> AppDryRunInfo[AzureBatchJob, AzureBatchOpts]:
         account = Account.of(cfg)
         hook = self._hook(account)  # imports Airflow, with its log lines kept off stdout
-        from airflow_provider_azbatch.torchx.mapping import job_request, new_job_id
+        from airflow_provider_azbatch.torchx.mapping import job_requests, new_job_id
         from airflow_provider_azbatch.torchx.preview import preview
 
         job_id = new_job_id(app.name)
         app_id = account.app_id(job_id)
-        request = job_request(
+        request, *others = job_requests(
             app,
             cfg,
             job_id=job_id,
@@ -128,7 +133,10 @@ class AzureBatchScheduler(WorkspaceMixin[None], Scheduler[AzureBatchOpts]):
             has_storage=bool(hook.settings.storage_account_url),
             note=note,
         )
-        job = AzureBatchJob(account, app_id, request, preview(request))
+        shown = preview(request)
+        if others:
+            shown["other_jobs"] = [preview(other) for other in others]
+        job = AzureBatchJob(account, app_id, request, shown, others)
         return AppDryRunInfo(job, AzureBatchJob.render)
 
     def schedule(self, dryrun_info: AppDryRunInfo[AzureBatchJob, AzureBatchOpts]) -> str:
@@ -141,9 +149,16 @@ class AzureBatchScheduler(WorkspaceMixin[None], Scheduler[AzureBatchOpts]):
         if job.request is None:
             raise ValueError(f"app {job.app_id} was read back from Batch (describe_native): it cannot be run again")
         hook = self._hook(job.account)
+        submitted: list[str] = []
         try:
-            submission = build_submission(hook, job.request, None, log)
+            # The app's other jobs first: its own job, which describe reads the app from, comes last.
+            for request in [*job.others, job.request]:
+                submission = build_submission(hook, request, None, log)
+                submit(hook, submission)
+                submitted.append(submission.job_id)
         except Exception as exc:
+            for job_id in submitted:  # no half of an app left running
+                hook.delete_job(job_id)
             if not is_auth_failure(exc):
                 raise
             # As the operator's run says it (runs/lifecycle.py): which account refused, and what to check.
@@ -151,7 +166,6 @@ class AzureBatchScheduler(WorkspaceMixin[None], Scheduler[AzureBatchOpts]):
                 job.account.describe(),
                 f"was refused by the Batch account ({describe_error(exc)}): {hook.settings.credentials_hint()}",
             ) from None
-        submit(hook, submission)
         return job.app_id
 
     # -- read ----------------------------------------------------------------------------------------------
@@ -217,11 +231,22 @@ class AzureBatchScheduler(WorkspaceMixin[None], Scheduler[AzureBatchOpts]):
         failed = _first_failed(app)
         if failed is None:
             return None
-        if not app.ended and not app.cancelled and failed.index > 0:
+        if not app.ended and not app.cancelled:
+            # Batch ends the job of a role whose task failed; the app's other jobs, and the job of a replica
+            # that failed in the background of its task, are ended here.
+            running = [
+                job.job_id
+                for job in (app.jobs.values() or [])
+                if not job.ended and (failed.index > 0 or job.job_id != (failed.job_id or app.job_id))
+            ]
+            if not app.jobs and failed.index > 0:
+                running = [app.job_id]
             reason = f"{FAIL_FAST_REASON}:{failed.role_index}/{failed.index}:{failed.exit_code}"
-            if reader.hook.terminate_job(app.job_id, reason=reason):
-                log.info("Role %r replica %d failed: app %s stopped (fail fast)", failed.role, failed.index, app.job_id)
-            app.terminate_reason = reason
+            for job_id in running:
+                if reader.hook.terminate_job(job_id, reason=reason):
+                    log.info("Role %r replica %d failed: app %s stopped (fail fast)", failed.role, failed.index, job_id)
+            if running:
+                app.terminate_reason = reason
         return failed
 
     def _failure(self, reader: AppReader, app: App, failed: Replica | None) -> str:
@@ -282,6 +307,8 @@ class AzureBatchScheduler(WorkspaceMixin[None], Scheduler[AzureBatchOpts]):
         apps = []
         for job in jobs:
             metadata = {item.name: item.value for item in job.metadata or [] if item.name}
+            if PART_OF_METADATA_KEY in metadata:
+                continue  # one of an app's other jobs: the app is its first job
             if user != ALL_USERS and metadata.get(USER_METADATA_KEY) != user:
                 continue
             counts = hook.get_task_counts(job.id)
@@ -309,7 +336,18 @@ class AzureBatchScheduler(WorkspaceMixin[None], Scheduler[AzureBatchOpts]):
             tasks = list(hook.client.list_tasks(job_id))
         except ResourceNotFoundError:  # deleted since
             return None
-        native = {"job": job.as_dict(), "tasks": [task.as_dict() for task in tasks]}
+        native: dict[str, Any] = {"job": job.as_dict(), "tasks": [task.as_dict() for task in tasks]}
+        metadata = {item.name: item.value for item in job.metadata or [] if item.name}
+        others = []
+        for other_id in other_jobs_of(metadata):
+            other = hook.get_job(other_id)
+            if other is None:
+                continue
+            with contextlib.suppress(ResourceNotFoundError):
+                listed = [task.as_dict() for task in hook.client.list_tasks(other_id)]
+                others.append({"job": other.as_dict(), "tasks": listed})
+        if others:
+            native["other_jobs"] = others
         return AppDryRunInfo(AzureBatchJob(account, app_id, None, native), AzureBatchJob.render)
 
     def log_iter(
@@ -350,17 +388,27 @@ class AzureBatchScheduler(WorkspaceMixin[None], Scheduler[AzureBatchOpts]):
     # -- act -----------------------------------------------------------------------------------------------
     def _cancel_existing(self, app_id: str) -> None:
         hook, job_id = self._job(app_id)
-        hook.terminate_job(job_id, reason=CANCEL_REASON)
+        for each in [*_other_jobs(hook, job_id), job_id]:
+            hook.terminate_job(each, reason=CANCEL_REASON)
 
     def _delete_existing(self, app_id: str) -> None:
         hook, job_id = self._job(app_id)
-        hook.delete_job(job_id)
+        for each in [*_other_jobs(hook, job_id), job_id]:
+            hook.delete_job(each)
 
     def close(self) -> None:
         for hook in self._hooks.values():
             if "client" in hook.__dict__:
                 hook.client.close()
         self._hooks.clear()
+
+
+def _other_jobs(hook: AzureBatchHook, job_id: str) -> list[str]:
+    """The app's other jobs (its roles on pools of other VM sizes), from its job's metadata."""
+    job = hook.get_job(job_id, select=["id", "metadata"])
+    if job is None:
+        return []
+    return other_jobs_of({item.name: item.value for item in job.metadata or [] if item.name})
 
 
 def _first_failed(app: App) -> Replica | None:

@@ -161,3 +161,44 @@ def test_the_operator_refuses_infiniband_on_a_pool_size_without_it():
         "InfiniBand (the ND sizes"
     )
     job("standard_nd96asr_v4").check(rendered=True)
+
+
+def test_roles_of_different_vm_sizes_get_a_job_and_a_pool_each():
+    from airflow_provider_azbatch.torchx.mapping import job_requests
+
+    roles = [
+        role("trainer", num_replicas=2, resource=resource(h="azure_nc24ads_a100_v4")),
+        role("evaluator", resource=resource(h="azure_d4s_v5")),
+        role("reporter"),  # names no size: the cheapest of the app's sizes that fits it
+    ]
+    first, other = job_requests(
+        AppDef("x", roles=roles),
+        AzureBatchOpts(),
+        job_id="torchx-x-1",
+        app_id="azbatch_default:torchx-x-1",
+        has_storage=False,
+        note=lambda _: None,
+    )
+    assert (first.job_id, other.job_id) == ("torchx-x-1", "torchx-x-1-p2")
+    assert (first.pool.vm_size, other.pool.vm_size) == ("standard_nc24ads_a100_v4", "standard_d4s_v5")
+    assert [task["id"] for task in first.tasks] == ["trainer"]
+    assert [task["id"] for task in other.tasks] == ["evaluator", "reporter"]
+    # Each pool holds its own roles at once.
+    assert (first.pool.max_nodes, other.pool.max_nodes) == (2, 2)
+    roles_json = (
+        '[["trainer", "trainer", 2, "python", "torchx-x-1"], ["evaluator", "evaluator", 1, "python", '
+        '"torchx-x-1-p2"], ["reporter", "reporter", 1, "python", "torchx-x-1-p2"]]'
+    )
+    assert first.metadata["torchx-roles"] == other.metadata["torchx-roles"] == roles_json
+    assert first.metadata["torchx-jobs"] == '["torchx-x-1-p2"]'
+    assert other.metadata["torchx-part-of"] == "torchx-x-1"
+    # One pool by name cannot be of two sizes.
+    with pytest.raises(AzureBatchValidationError, match="shared_pool is one pool, of one size; leave it out"):
+        job_requests(
+            AppDef("x", roles=roles[:2]),
+            AzureBatchOpts(shared_pool="p"),
+            job_id="torchx-x-1",
+            app_id="azbatch_default:torchx-x-1",
+            has_storage=False,
+            note=lambda _: None,
+        )
