@@ -202,3 +202,17 @@ def test_roles_of_different_vm_sizes_get_a_job_and_a_pool_each():
             has_storage=False,
             note=lambda _: None,
         )
+
+
+def test_one_job_of_roles_of_different_sizes_is_refused_saying_why():
+    # What AzureBatchTorchXOperator maps an app to: one job, on one pool.
+    roles = [
+        role("trainer", resource=resource(h="azure_nc24ads_a100_v4")),
+        role("eval", resource=resource(h="azure_d4s_v5")),
+    ]
+    with pytest.raises(AzureBatchValidationError) as caught:
+        request(AppDef("x", roles=roles))
+    assert str(caught.value) == (
+        "resource.capabilities.vm_size differs between roles (standard_d4s_v5, standard_nc24ads_a100_v4): one job "
+        "runs on one pool, of one size: run the app with the torchx command (a job per size)"
+    )
