@@ -81,7 +81,7 @@ class AzureBatchOpts(StructuredOpts):
     """Airflow connection of a private container registry (host = server, login + password)."""
 
     container_run_options: str | None = None
-    """docker create options for every role's container (e.g. '--ulimit nofile=65536'), after the scheduler's own; a role adds its own with its metadata azure_batch/container_run_options."""  # noqa: E501
+    """docker create options for every role's container (e.g. '--cap-add SYS_PTRACE'; options holding = or , go in .torchxconfig), after the scheduler's own; a role adds its own with its metadata azure_batch/container_run_options."""  # noqa: E501
 
     shm_size: str = "auto"
     """Each role's /dev/shm, where DataLoader workers pass batches: auto (half the node's memory, as Linux gives the node's own), a size (16g), host (the node's, --ipc=host), or none (Docker's 64 MB); a role's metadata azure_batch/shm_size wins."""  # noqa: E501

@@ -42,3 +42,12 @@ def test_the_account_config_sets_azure_batch_run_options():
     resolved = get_scheduler_factories()["azure_batch"]("docs").run_opts().resolve(cfg)
     assert resolved.get("account_url") == cfg["account_url"]
     assert resolved.get("storage_account_url") == cfg["storage_account_url"]
+
+
+def test_container_options_with_equals_signs_come_from_the_config():
+    cfg: dict = {}
+    with (EXAMPLES / "torchxconfig_container_options.ini").open() as f:
+        config.load("azure_batch", f, cfg)
+    resolved = get_scheduler_factories()["azure_batch"]("docs").run_opts().resolve(cfg)
+    assert resolved.get("container_run_options") == "--ulimit nofile=65536:65536 --ulimit stack=67108864"
+    assert resolved.get("shm_size") == "64g"
