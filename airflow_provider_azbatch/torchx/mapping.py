@@ -306,7 +306,7 @@ def _shm(role: Role, opts: AzureBatchOpts, vm: VmSize | None) -> str | None:
         if vm is not None and vm.memory_gib:
             return shm_option(half_of_memory(vm))
         if role.resource.memMB > 0:
-            return shm_option(f"{max(1, role.resource.memMB // 2048)}g")
+            return shm_option(f"{max(1, role.resource.memMB // 2)}m")
         # Nothing says how much memory the node has: share the node's own /dev/shm.
         return shm_option(HOST_IPC)
     try:

@@ -97,7 +97,7 @@ def test_infiniband_on_a_size_without_it_is_refused_with_the_fix():
         ({}, {"azure_batch/container_run_options": "--shm-size 1g --ulimit nofile=65536"}, None),
         ({"container_run_options": "--ulimit nofile=65536"}, {}, "--shm-size=2g --ulimit nofile=65536"),
         # An existing pool of an unknown size: the role's memory says, else the node's /dev/shm.
-        ({"pool_id": "p"}, {}, "--shm-size=1g"),
+        ({"pool_id": "p"}, {}, "--shm-size=512m"),
     ],
 )
 def test_shared_memory_and_run_options_per_app_and_per_role(opts, metadata, expected):
