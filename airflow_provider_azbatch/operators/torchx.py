@@ -47,7 +47,9 @@ class AzureBatchTorchXOperator(AzureBatchJobOperator):
         operator's ``azbatch_conn_id``.
 
     Without ``pool_id`` or ``batch_pool`` the job gets a pool from the roles' resources (the largest role
-    decides the VM size), or the one ``app_options`` names. Every other parameter is the job operator's;
+    decides the VM size; roles naming different VM sizes are refused: one job runs on one pool), or the one
+    ``app_options`` names. Each role's container gets what ``torchx run`` gives it (``/dev/shm``, InfiniBand,
+    ``container_run_options``). Every other parameter is the job operator's;
     ``workspace`` is shipped to every role and each role runs in it.
     """
 

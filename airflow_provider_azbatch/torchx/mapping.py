@@ -11,10 +11,15 @@
   ``fail_fast``); a replica other than 0 is seen failing by ``describe``, which ends the job then.
 - Commands are quoted (``shlex``) and handed to ``/bin/sh -c`` by the provider: Batch runs no shell itself.
 - Resources pick the pool's VM size through :mod:`airflow_provider_azbatch.compute`: one pool serves every role,
-  so its nodes must satisfy the largest of them; a role no size satisfies is refused naming the role.
+  so its nodes must satisfy the largest of them, unless roles name different VM sizes: then a pool (and a Batch
+  job) per size (:func:`job_requests`); a role no size satisfies is refused naming the role. ``max_nodes`` must
+  hold every role of a pool at once.
+- Each role's container gets its bind and device mounts, a ``/dev/shm`` for DataLoader workers, InfiniBand's
+  devices and limits when it asks (checked against the VM size), and the app's and its own run options
+  (:func:`container_setup`).
 - ``env``, ``max_retries`` (the task's retries; with ``RetryPolicy.REPLICA`` on several replicas, each replica's
-  restarts in place), ``metadata`` (the job's), bind and device mounts (container run options, the same for
-  every role) are expressed; what Batch cannot express is refused before anything is submitted.
+  restarts in place), ``metadata`` (the job's) are expressed; what Batch cannot express is refused before
+  anything is submitted.
 - With the output kept (a storage account, ``log_container``), replica 0's record is uploaded with its output,
   and the other replicas' by the job release task.
 """
