@@ -193,7 +193,7 @@ class AirflowFailException(AirflowException):
 
 
 class AirflowNotFoundException(AirflowException):
-    pass
+    """A connection the command needs is not defined where it looks for connections."""
 
 
 class AirflowSkipException(AirflowException):

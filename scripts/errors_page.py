@@ -36,6 +36,7 @@ FOREIGN_CAUSES = {
     "AirflowException": "The run cannot go on: the Airflow task fails.",
     "ValueError": "A value given to the provider is wrong.",
     "TypeError": "A value of the wrong type was given to the provider.",
+    "AirflowNotFoundException": "A connection the command needs is not defined where it looks for connections.",
 }
 # Callables whose call is the exception (``raise check.fail(field, problem)``), with the exception they make.
 FAIL_FUNCTIONS = {"fail": "AzureBatchValidationError"}
