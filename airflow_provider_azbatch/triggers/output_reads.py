@@ -159,29 +159,89 @@ class Reader:
         return self._reads.followed()
 
 
+class ReadPace:
+    """Which wanted reads are granted when: a token bucket of ``rate`` requests a second (0: no limit) and two
+    queues, the reads not due yet (by when they are) and those due (likeliest growth first). No I/O, no clock of
+    its own: every call says what time it is."""
+
+    def __init__(self, rate: float, now: float) -> None:
+        self.rate = rate
+        self.burst = max(1.0, rate * TICK_SECONDS * BURST_TICKS)
+        self.tokens = self.burst
+        self._refilled = now
+        self._waiting: list[tuple[float, int, _Entry]] = []  # by eligible time
+        self._ready: list[tuple[float, int, _Entry]] = []  # eligible, by priority
+        self._order = itertools.count()
+        self.period = _Lateness()
+        self.grants = 0
+
+    @property
+    def limited(self) -> bool:
+        return self.rate > 0
+
+    def queue(self, entry: _Entry) -> None:
+        heapq.heappush(self._waiting, (entry.eligible, next(self._order), entry))
+
+    def spend(self, requests: int) -> None:
+        """Requests made beyond the grants (negative: fewer than granted) come out of the bucket (go back)."""
+        if self.limited:
+            self.tokens = min(self.burst, self.tokens - requests)
+
+    def grant(self, now: float) -> list[tuple[_Entry, float]]:
+        """The reads granted now, each with how late it is past its time (0 for a first read)."""
+        if self.limited:
+            self.tokens = min(self.burst, self.tokens + (now - self._refilled) * self.rate)
+        self._refilled = now
+        waiting, ready = self._waiting, self._ready
+        while waiting and waiting[0][0] <= now:
+            _, order, entry = heapq.heappop(waiting)
+            if not entry.dropped:
+                heapq.heappush(ready, (entry.priority, order, entry))
+        granted: list[tuple[_Entry, float]] = []
+        while ready and (not self.limited or self.tokens >= 1):
+            _, _, entry = heapq.heappop(ready)
+            if entry.dropped:
+                continue
+            late = now - entry.eligible if entry.interval else 0.0
+            granted.append((entry, late))
+            self.period.add(late)
+            self.grants += 1
+            if self.limited:
+                self.tokens -= 1
+        return granted
+
+    def next_delay(self, now: float) -> float | None:
+        """How long until a grant may be due (None: nothing is wanted)."""
+        if self._ready and self.limited:
+            return max(TICK_SECONDS, (1 - self.tokens) / self.rate)
+        while self._waiting and self._waiting[0][2].dropped:
+            heapq.heappop(self._waiting)
+        if self._waiting:
+            return max(TICK_SECONDS, self._waiting[0][0] - now)
+        return None
+
+    def waiting(self) -> int:
+        """Reads due and not granted yet."""
+        return sum(1 for _, _, entry in self._ready if not entry.dropped)
+
+
 class OutputReads:
     """The pace of one account's output reads (see the module docstring)."""
 
     def __init__(self, conn_id: str) -> None:
         self.conn_id = conn_id
         self.rate = config.get_float("output_requests_per_second")
-        self.burst = max(1.0, self.rate * TICK_SECONDS * BURST_TICKS)
-        self.tokens = self.burst
-        self._refilled = time.time()
-        self._waiting: list[tuple[float, int, _Entry]] = []  # by eligible time
-        self._ready: list[tuple[float, int, _Entry]] = []  # eligible, by priority
-        self._order = itertools.count()
+        self.pace = ReadPace(self.rate, time.time())
         self._readers: set[Reader] = set()
         self._kick = asyncio.Event()
         self._sleep_until = math.inf
         self._task: asyncio.Task[None] | None = None
-        self._period = _Lateness()
         self._period_started = time.time()
-        self.grants = 0  # for tests and the benchmark
 
     @property
-    def limited(self) -> bool:
-        return self.rate > 0
+    def grants(self) -> int:
+        """Reads granted so far (for tests and the benchmark)."""
+        return self.pace.grants
 
     def reader(self, wake: Callable[[], None]) -> Reader:
         reader = Reader(self, wake)
@@ -199,25 +259,27 @@ class OutputReads:
                 await task
 
     def queue(self, entry: _Entry) -> None:
-        heapq.heappush(self._waiting, (entry.eligible, next(self._order), entry))
+        self.pace.queue(entry)
         if self._task is None or self._task.done():  # the first read wanted starts the pace
             self._task = asyncio.create_task(self._run(), name=f"azbatch-output-reads-{self.conn_id}")
         elif entry.eligible < self._sleep_until:
             self._kick.set()
 
     def spend(self, requests: int) -> None:
-        if self.limited:
-            self.tokens = min(self.burst, self.tokens - requests)
+        self.pace.spend(requests)
 
     # -- the pace -----------------------------------------------------------------------------------------
     async def _run(self) -> None:
         while True:
             now = time.time()
-            woken = self._grant(now)
+            woken: set[Reader] = set()
+            for entry, late in self.pace.grant(now):
+                entry.reader._grant(entry, late)
+                woken.add(entry.reader)
             for reader in woken:
                 reader._wake()
             self._report(now)
-            delay = self._next_delay(now)
+            delay = self.pace.next_delay(now)
             self._sleep_until = now + delay if delay is not None else math.inf
             self._kick.clear()
             if delay is None:
@@ -230,66 +292,31 @@ class OutputReads:
                 if rest > 0:
                     await asyncio.sleep(rest)
 
-    def _grant(self, now: float) -> set[Reader]:
-        if self.limited:
-            self.tokens = min(self.burst, self.tokens + (now - self._refilled) * self.rate)
-        self._refilled = now
-        waiting, ready = self._waiting, self._ready
-        while waiting and waiting[0][0] <= now:
-            _, order, entry = heapq.heappop(waiting)
-            if not entry.dropped:
-                heapq.heappush(ready, (entry.priority, order, entry))
-        woken: set[Reader] = set()
-        while ready and (not self.limited or self.tokens >= 1):
-            _, _, entry = heapq.heappop(ready)
-            if entry.dropped or entry.reader.closed:
-                continue
-            late = now - entry.eligible if entry.interval else 0.0
-            entry.reader._grant(entry, late)
-            self._period.add(late)
-            self.grants += 1
-            if self.limited:
-                self.tokens -= 1
-            woken.add(entry.reader)
-        return woken
-
-    def _next_delay(self, now: float) -> float | None:
-        if self._ready and self.limited:
-            return max(TICK_SECONDS, (1 - self.tokens) / self.rate)
-        while self._waiting and self._waiting[0][2].dropped:
-            heapq.heappop(self._waiting)
-        if self._waiting:
-            return max(TICK_SECONDS, self._waiting[0][0] - now)
-        return None
-
     def _report(self, now: float) -> None:
         """Say in the triggerer's log how far the budget held output back (at most every REPORT_SECONDS)."""
         if now - self._period_started < REPORT_SECONDS:
             return
-        period, self._period = self._period, _Lateness()
+        period, self.pace.period = self.pace.period, _Lateness()
         span, self._period_started = now - self._period_started, now
         if not period.late:
             return
-        late = sorted(period.late)
-        followed = self.followed()
-        log.warning(
-            "Batch connection %r: %d of %d output reads in the last %.0f s came later than their time (by %.0f s at "
-            "the median, %.0f s at most): %d output files are followed, and [azbatch] output_requests_per_second "
-            "allows %g reads a second for the account; the files that grow fastest are read first. New output is "
-            "shown that much later; raise the option (more requests to the account), or poll less often",
-            self.conn_id,
-            len(late),
-            period.granted,
-            span,
-            late[len(late) // 2],
-            late[-1],
-            followed,
-            self.rate,
-        )
+        log.warning(lateness_message(self.conn_id, period, span, self.followed(), self.rate))
 
     def followed(self) -> int:
         return sum(reader.wanted + len(reader.granted) for reader in self._readers)
 
     def waiting(self) -> int:
         """Reads due and not granted yet (for tests and the benchmark)."""
-        return sum(1 for _, _, entry in self._ready if not entry.dropped)
+        return self.pace.waiting()
+
+
+def lateness_message(conn_id: str, period: _Lateness, span: float, followed: int, rate: float) -> str:
+    """The triggerer's log line when the budget held reads back past their time."""
+    late = sorted(period.late)
+    return (
+        f"Batch connection {conn_id!r}: {len(late)} of {period.granted} output reads in the last {span:.0f} s came "
+        f"later than their time (by {late[len(late) // 2]:.0f} s at the median, {late[-1]:.0f} s at most): "
+        f"{followed} output files are followed, and [azbatch] output_requests_per_second allows {rate:g} reads a "
+        "second for the account; the files that grow fastest are read first. New output is shown that much later; "
+        "raise the option (more requests to the account), or poll less often"
+    )
