@@ -7,15 +7,28 @@ AZURITE := node_modules/.bin/azurite
 SERVICE := local-azure-batch
 # Tests find the venv's tools (airflow, the local Batch service) and Azurite on PATH.
 TEST_PATH := PATH="$(CURDIR)/$(BIN):$(CURDIR)/node_modules/.bin:$$PATH"
+# The newest Airflow line: `make demo`'s and `make py`'s (constraints/airflow-3.3*.txt).
+NEWEST_LINE := 3.3
+# The Pythons the packages declare (tests/test_pythons.py checks): `make demo` runs on any of them.
+PYTHONS := 3.10 3.11 3.12 3.13
+# PYTHON_VERSION=3.12: `make demo`, `make compat` and `make py` on that Python (scripts/find_python.sh finds it).
+PYTHON_VERSION ?=
+# Only the command line's: Docker's python images set PYTHON_VERSION to their own X.Y.Z.
+ifeq ($(origin PYTHON_VERSION),environment)
+PYTHON_VERSION :=
+endif
 
-.PHONY: demo test lint typecheck venv clean bench docs docs-venv compat compat-venv compat-unit compat-examples compat-deployment
-.PHONY: py py-venv py-unit py-examples uv
+.PHONY: demo demo-venv test lint typecheck venv clean bench docs docs-venv compat compat-venv compat-unit compat-examples
+.PHONY: compat-deployment py py-venv py-unit py-examples uv
 
-# Both distributions of this repository, editable: the provider and the local Batch service; and PyTorch for
-# the two-node rendezvous test (tests/workloads/test_torch_rendezvous.py), only in this venv. constraints.txt
-# pins its CPU build, torch==2.13.0+cpu (Python 3.11), so a CUDA build is never chosen: where that wheel is
-# not on the machine, it comes from PyTorch's CPU index (PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu).
+# `make test`'s venv, on python3 (Python 3.11: constraints.txt is resolved for it): both distributions of this
+# repository, editable, with the test, dev and TorchX extras; and PyTorch for the two-node rendezvous tests
+# (tests/workloads/test_torch_rendezvous.py, tests/torchx), only in this venv. constraints.txt pins
+# torch==2.13.0, which PyTorch's CPU build 2.13.0+cpu satisfies too (a local version label): pip takes the CPU
+# build where the machine's pip sees one (a wheel directory, or PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu:
+# about 200 MB), else the package index's build (with CUDA's libraries, about 3.5 GB).
 $(STAMP): pyproject.toml $(SERVICE)/pyproject.toml constraints.txt
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11) and "make test needs Python 3.11, the Python of constraints.txt: make test PYTHON=python3.11 (make demo runs on 3.10-3.13)")'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check --upgrade "pip>=24"
 	$(BIN)/pip install --quiet --disable-pip-version-check -c constraints.txt -e './$(SERVICE)[test]' -e '.[test,dev,torchx]' torch
@@ -27,8 +40,33 @@ $(AZURITE): package.json package-lock.json
 
 venv: $(STAMP)
 
-demo: $(STAMP)
-	$(BIN)/python scripts/demo.py
+# `make demo`'s venv, its own: the provider and the local Batch service, editable, without extras (no test or
+# dev tools, no TorchX, no PyTorch, no docs tools), from the newest line's set for the Python that runs it:
+# $(PYTHON), or PYTHON_VERSION=3.12 (scripts/find_python.sh). One venv per Python: .venv-demo-py3.12.
+# Evaluated only for these targets: finding the Python runs it.
+ifneq ($(filter demo demo-venv,$(MAKECMDGOALS)),)
+DEMO_PYTHON := $(if $(PYTHON_VERSION),$(shell scripts/find_python.sh $(PYTHON_VERSION)),$(PYTHON))
+DEMO_XY := $(if $(DEMO_PYTHON),$(shell $(DEMO_PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])'))
+ifeq ($(filter $(DEMO_XY),$(PYTHONS)),)
+$(error make demo runs on Python $(PYTHONS); $(or $(DEMO_PYTHON),PYTHON) is $(or $(DEMO_XY),not a working Python). Name one: make demo PYTHON=/path/to/python3.12, or make demo PYTHON_VERSION=3.12 (pyenv's build or python3.12 on PATH))
+endif
+DEMO_SET := constraints/airflow-$(NEWEST_LINE)
+DEMO_CONSTRAINTS := $(firstword $(wildcard $(DEMO_SET)-py$(DEMO_XY).txt) $(DEMO_SET).txt)
+DEMO_VENV := .venv-demo-py$(DEMO_XY)
+DEMO_STAMP := $(DEMO_VENV)/.installed
+$(DEMO_STAMP): pyproject.toml $(SERVICE)/pyproject.toml $(DEMO_CONSTRAINTS)
+	@echo "== Installing the demo's venv ($(DEMO_VENV), Python $(DEMO_XY)) from $(DEMO_CONSTRAINTS)"
+	rm -rf $(DEMO_VENV)
+	$(DEMO_PYTHON) -m venv $(DEMO_VENV)
+	$(DEMO_VENV)/bin/pip install --quiet --disable-pip-version-check --upgrade "pip>=24"
+	$(DEMO_VENV)/bin/pip install --quiet --disable-pip-version-check -c $(DEMO_CONSTRAINTS) -e './$(SERVICE)' -e .
+	touch $(DEMO_STAMP)
+endif
+
+demo-venv: $(DEMO_STAMP)
+
+demo: $(DEMO_STAMP)
+	$(DEMO_VENV)/bin/python scripts/demo.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -37,9 +75,26 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-test: $(STAMP) $(AZURITE) lint typecheck
-	$(TEST_PATH) $(BIN)/pytest $(SERVICE)/tests
-	$(TEST_PATH) $(BIN)/pytest
+# `make test`'s parts, each timed as it ends and all of them at the end (scripts/timed.sh): lint, types, then each
+# suite in two parts (docs/development.md, "The test suite's parts"). First what may share the machine, in
+# $(TEST_WORKERS) processes (pytest-xdist; each file's tests in one process, which starts its own local Batch service,
+# Azurite and Airflow database): most tests wait on the local Batch service's tasks and nodes, so more processes
+# than cores keep both cores busy. Then the tests marked `serial`, one at a time and alone: real Airflow
+# deployments (tests/airflow_run, the `airflow_run` marker) and tests that bound how long something takes.
+TEST_WORKERS ?= 4
+TIMED := scripts/timed.sh
+PARALLEL := -n $(TEST_WORKERS) --dist loadfile -m "not serial"
+test:
+	@$(TIMED) --begin
+	@$(TIMED) "Install: .venv from constraints.txt" $(MAKE) --no-print-directory venv
+	@$(TIMED) "Install: Azurite (npm ci)" $(MAKE) --no-print-directory $(AZURITE)
+	@$(TIMED) "Lint (ruff)" $(MAKE) --no-print-directory lint
+	@$(TIMED) "Types (mypy)" $(MAKE) --no-print-directory typecheck
+	@$(TIMED) "Local Batch service: parallel part" env $(TEST_PATH) $(BIN)/pytest $(PARALLEL) $(SERVICE)/tests
+	@$(TIMED) "Local Batch service: serial part" env $(TEST_PATH) $(BIN)/pytest -m serial $(SERVICE)/tests
+	@$(TIMED) "Provider: parallel part" env $(TEST_PATH) $(BIN)/pytest $(PARALLEL)
+	@$(TIMED) "Provider: serial part (real deployments, timing)" env $(TEST_PATH) $(BIN)/pytest -m serial
+	@$(TIMED) --end
 
 # The documentation site (docs/, Python 3.11+): built with warnings as errors and nitpicky references, then every
 # internal link and anchor of the built HTML checked, offline. The site is docs/_build/html/index.html.
@@ -81,11 +136,6 @@ LINE ?= 3.2
 # PYTHON_VERSION=3.12 (any X.Y) runs a line on that Python instead of $(PYTHON), in .venv-LINE-py3.12, from
 # the line's set for that Python (constraints/airflow-LINE-py3.12.txt) or, where scripts/constraints.py wrote
 # none (the same pins), the line's own. CI runs the newest line so on each other Python (`make py` below).
-PYTHON_VERSION ?=
-# Only the command line's: Docker's python images set PYTHON_VERSION to their own X.Y.Z.
-ifeq ($(origin PYTHON_VERSION),environment)
-PYTHON_VERSION :=
-endif
 COMPAT_SUFFIX := $(if $(PYTHON_VERSION),-py$(PYTHON_VERSION))
 COMPAT_SET := constraints/$(if $(filter lowest-direct,$(LINE)),lowest-direct,airflow-$(LINE))
 COMPAT_CONSTRAINTS := $(firstword $(wildcard $(COMPAT_SET)$(COMPAT_SUFFIX).txt) $(COMPAT_SET).txt)
@@ -94,20 +144,25 @@ COMPAT_BIN := $(COMPAT_VENV)/bin
 COMPAT_STAMP := $(COMPAT_VENV)/.installed
 COMPAT_TEST_PATH := PATH="$(CURDIR)/$(COMPAT_BIN):$(CURDIR)/node_modules/.bin:$$PATH"
 # Pure logic, what differs between lines (one process each), a retry reattaching without 3.3's task state
-# store, and what ends a wait when tasks fail (a skipped task, blocked dependents) with each line's exceptions.
+# store, a cancelled trigger telling a kill from a restart, and what ends a wait when tasks fail (a skipped task,
+# blocked dependents) with each line's exceptions.
 WHEN_TASKS_FAIL := tests/provider/test_when_tasks_fail.py
-COMPAT_UNIT_TESTS ?= tests/unit tests/compute tests/lines \
+COMPAT_UNIT_TESTS ?= tests/unit tests/compute tests/lines tests/provider/test_trigger_kill.py \
 	tests/provider/test_reattach_and_sensor.py::test_a_later_try_reattaches_to_the_running_job \
 	"$(WHEN_TASKS_FAIL)::test_a_task_waiting_on_a_failed_task_ends_the_wait_naming_both[sync]" \
 	"$(WHEN_TASKS_FAIL)::test_skip_on_exit_code_skips_the_airflow_task_and_a_mixed_failure_still_fails[sync]"
+# The OpenLineage events of runs (dag.test() with the file transport) with the OpenLineage provider each older line's
+# set takes; not the floors' set, whose OpenLineage provider does not load on the newest Airflow (airflow-lines.md).
+COMPAT_UNIT_TESTS += $(if $(filter 3.0 3.1 3.2,$(LINE)),$(if $(PYTHON_VERSION),,tests/lineage))
 EXAMPLES ?= example_azbatch_hello example_azbatch_deferrable
 # Scheduler + triggerer (and Azurite, the cluster's storage): the deferrable example's output in the task log
 # (and its metric), a deferred @task.azure_batch function, and each feature that differs between lines: log
-# sources, the deferred kill, checkpoints across a triggerer restart, the connection form.
+# sources, the deferred kill (marked failed, cleared), checkpoints across a triggerer restart, the connection form.
 REAL_AIRFLOW := tests/airflow_run/test_real_airflow.py
 COMPAT_DEPLOYMENT_TESTS ?= $(REAL_AIRFLOW)::test_output_streams_while_deferred_and_appears_once \
 	$(REAL_AIRFLOW)::test_first_output_appears_within_a_poll_of_the_trigger_start \
 	$(REAL_AIRFLOW)::test_marking_a_deferred_task_failed_terminates_its_job \
+	$(REAL_AIRFLOW)::test_clearing_a_deferred_task_ends_its_job_and_the_next_try_runs_one \
 	$(REAL_AIRFLOW)::test_a_triggerer_restart_loses_no_line \
 	$(REAL_AIRFLOW)::test_the_connection_form_as_the_ui_receives_it_shows_no_null \
 	$(REAL_AIRFLOW)::test_a_deferred_taskflow_function_returns_what_the_dag_branches_on
@@ -145,7 +200,6 @@ compat: compat-unit compat-examples compat-deployment
 
 # Every other supported Python on the newest line (docs/installation.md): `make py PYTHON_VERSION=3.12`
 # (3.10, 3.12, 3.13; 3.11 is $(PYTHON), `make test`'s) runs the unit tests and the hello example there.
-NEWEST_LINE := 3.3
 py-venv py-unit py-examples:
 	@test -n "$(PYTHON_VERSION)" || { echo "make $@ needs PYTHON_VERSION, e.g. PYTHON_VERSION=3.12" >&2; exit 2; }
 	@$(MAKE) --no-print-directory compat-$(@:py-%=%) LINE=$(NEWEST_LINE) EXAMPLES=example_azbatch_hello

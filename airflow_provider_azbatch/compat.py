@@ -10,6 +10,8 @@ the provider does instead; ``tests/lines`` checks each of those statements on th
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import re
 import sys
@@ -74,8 +76,9 @@ else:
 # -- features ------------------------------------------------------------------------------------------
 
 # 3.3+: the triggerer calls ``BaseTrigger.on_kill`` when a user kills a deferred task (marks it failed or
-# success, clears it). Before, the trigger is only cancelled, exactly as when a triggerer shuts down, so
-# it cannot tell a kill from a restart: the Batch job goes on running.
+# success, clears it). Before, the trigger is only cancelled, exactly as when a triggerer shuts down or hands
+# it to another triggerer: there the trigger asks, once cancelled, what became of its task instance
+# (``atask_state``, ``aget_xcom_to_reply``) and tells a kill from a restart by that.
 TRIGGER_ON_KILL: bool = callable(getattr(BaseTrigger, "on_kill", None))
 
 
@@ -211,6 +214,64 @@ async def aset_xcom(key: str, value: Any, *, dag_id: str, task_id: str, run_id: 
     await sync_to_async(BaseXCom.set)(key, value, dag_id=dag_id, task_id=task_id, run_id=run_id, map_index=map_index)
 
 
+# Requests a trigger made through ``to_reply`` whose caller went away (the loop keeps weak references only).
+_unanswered: set[asyncio.Future[Any]] = set()
+
+
+async def to_reply(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``function(*args, **kwargs)``, a synchronous task SDK call that asks the triggerer's supervisor (a task
+    instance's state, an XCom), made from a trigger and run to its reply whatever becomes of the caller.
+
+    The 3.0 and 3.1 triggerers read a reply on its request's own path (see ``TRIGGER_XCOM``): a request whose
+    caller is cancelled before the reply leaves that reply to the next request, and the triggerer process dies.
+    A trigger that asks once it is cancelled (see ``TRIGGER_ON_KILL``) is cancelled again about every second
+    until it ends, so the request runs in a task of its own that a cancellation of the caller does not reach,
+    in a worker thread (``sync_to_async``: on 3.0 and 3.1 the call finds the triggerer's event loop through it;
+    on 3.2+ from any thread). 3.2+ read replies in a reader task of their own, and need none of this.
+    """
+    from asgiref.sync import sync_to_async
+
+    work = asyncio.ensure_future(sync_to_async(function, thread_sensitive=False)(*args, **kwargs))
+    _unanswered.add(work)
+    work.add_done_callback(_unanswered.discard)
+    return await asyncio.shield(work)
+
+
+async def atask_state(*, dag_id: str, task_id: str, run_id: str, map_index: int) -> str:
+    """A task instance's state now, from a trigger (``"none"``: it has none, it was cleared)."""
+    from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
+
+    states = await to_reply(
+        RuntimeTaskInstance.get_task_states, dag_id=dag_id, task_ids=[task_id], run_ids=[run_id], map_index=map_index
+    )
+    # A mapped task instance's state is keyed by "<task_id>_<map_index>".
+    key = task_id if map_index < 0 else f"{task_id}_{map_index}"
+    value = states[run_id][key]
+    return "none" if value is None else str(getattr(value, "value", value))
+
+
+async def aget_xcom_to_reply(key: str, *, dag_id: str, task_id: str, run_id: str, map_index: int) -> Any:
+    """An XCom value of a task instance, from a trigger, on every line (see ``to_reply``); None when there is
+    none. Unlike ``aget_xcom``, for the one read a trigger makes when it is cancelled: 3.0 and 3.1 triggerers
+    survive requests made this way, not a stream of checkpoints cut off by each cancellation."""
+    from airflow.sdk.bases.xcom import BaseXCom
+
+    return await to_reply(BaseXCom.get_one, key=key, dag_id=dag_id, task_id=task_id, run_id=run_id, map_index=map_index)
+
+
+def trigger_timed_out(trigger: BaseTrigger) -> bool:
+    """Whether Airflow's own timeout of the deferral (``timeout`` of ``defer()``) has passed: every line sets
+    ``timeout_after`` on the triggers it runs, and cancels a trigger past it."""
+    from datetime import datetime, timezone
+
+    timeout = getattr(trigger, "timeout_after", None)
+    if not isinstance(timeout, datetime):
+        return False
+    if timeout.tzinfo is None:
+        timeout = timeout.replace(tzinfo=timezone.utc)
+    return timeout <= datetime.now(timezone.utc)
+
+
 def triggers_run_inline() -> bool:
     """Whether triggers run in the task's own process (``airflow dags test``, ``dag.test()``), not in a triggerer.
 
@@ -226,6 +287,45 @@ def triggers_run_inline() -> bool:
     return type(comms).__name__ == "InProcessSupervisorComms"
 
 
+# -- lineage -------------------------------------------------------------------------------------------
+# What differs, and how the provider does the same on every line (docs/reference/airflow-lines.md):
+# - the hook lineage collector lives in airflow.lineage.hook on 3.0 and 3.1, airflow.sdk.lineage on 3.2+;
+# - 3.0 drops an asset URI's user part (3.1+ only a password): the provider's asset URIs carry the container in
+#   their path on every line, not as ``container@`` (lineage/naming.py);
+# - the OpenLineage provider each line's dependency set takes (2.6 on 3.0) may lack the root's namespace macro:
+#   the root is then in the task's namespace (lineage/parent.py);
+# - 3.0's ``dag.test()`` leaves a DAG's assets inactive until the DAG processor has parsed the file, and a task
+#   with assets among its outlets fails there (AirflowInactiveAssetInInletOrOutletException); a deployment, and
+#   3.1+, activate them.
+
+
+def hook_lineage_collector() -> Any:
+    """Airflow's hook lineage collector of this process (a no-op one unless a hook lineage reader, such as the
+    OpenLineage provider's, is registered)."""
+    try:  # 3.2+
+        from airflow.sdk.lineage import get_hook_lineage_collector
+    except ImportError:  # 3.0, 3.1
+        from airflow.lineage.hook import get_hook_lineage_collector  # type: ignore[no-redef,import-not-found]
+    return get_hook_lineage_collector()
+
+
+def openlineage_enabled() -> bool:
+    """Whether the OpenLineage provider is installed and enabled (a transport configured, not disabled). Nothing of
+    it is imported when it is not installed."""
+    import importlib.util
+
+    try:
+        if importlib.util.find_spec("airflow.providers.openlineage") is None:
+            return False
+    except (ImportError, ValueError):
+        return False
+    try:
+        from airflow.providers.openlineage import conf as openlineage_conf
+    except ImportError:  # installed but broken (a missing dependency): as if absent
+        return False
+    return not openlineage_conf.is_disabled()
+
+
 # -- the command line ----------------------------------------------------------------------------------
 
 
@@ -236,9 +336,26 @@ def redirect_stdout_log_handlers_to_stderr() -> None:
     except ImportError:  # what 3.3 does, for the lines before it
         for handler in logging.getLogger().handlers:
             if isinstance(handler, logging.StreamHandler) and handler.stream is sys.stdout:
-                handler.setStream(sys.stderr)
+                # 3.0's RedirectStdHandler writes to whatever sys.stdout is at the time: its stream is fixed.
+                with contextlib.suppress(AttributeError):
+                    handler.setStream(sys.stderr)
         return
     redirect()
+
+
+def dags_in_file(path: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """The DAGs a file defines, by id, and its import errors (file -> error), as the DAG processor reads them."""
+    import inspect
+
+    try:  # 3.2+
+        from airflow.dag_processing.dagbag import DagBag
+    except ImportError:  # 3.0, 3.1
+        from airflow.models.dagbag import DagBag  # type: ignore[no-redef,attr-defined,unused-ignore]
+    kwargs: dict[str, Any] = {"safe_mode": False}
+    if "include_examples" in inspect.signature(DagBag).parameters:  # 3.0 to 3.2: else [core] load_examples decides
+        kwargs["include_examples"] = False
+    bag = DagBag(dag_folder=path, **kwargs)
+    return dict(bag.dags), {str(file): str(error) for file, error in bag.import_errors.items()}
 
 
 __all__ = [
@@ -264,10 +381,18 @@ __all__ = [
     "TriggerXComUnavailable",
     "aget_connection",
     "aget_xcom",
+    "aget_xcom_to_reply",
     "aset_xcom",
+    "atask_state",
     "conf",
+    "dags_in_file",
+    "hook_lineage_collector",
     "incr_metric",
     "named_logger",
     "off_trigger_loop",
+    "openlineage_enabled",
     "redirect_stdout_log_handlers_to_stderr",
+    "to_reply",
+    "trigger_timed_out",
+    "triggers_run_inline",
 ]

@@ -51,6 +51,16 @@ def get_provider_info() -> dict[str, Any]:
         "task-decorators": [
             {"name": "azure_batch", "class-name": "airflow_provider_azbatch.decorators.azure_batch.azure_batch_task"}
         ],
+        # Azure Blob asset URIs, as OpenLineage names the data (lineage/naming.py): the hook lineage collector's
+        # assets, and outlets such as Asset("wasbs://models@acct.dfs.core.windows.net/runs"), become datasets.
+        "asset-uris": [
+            {
+                "schemes": ["wasbs", "wasb"],
+                "handler": "airflow_provider_azbatch.lineage.assets.sanitize_uri",
+                "factory": "airflow_provider_azbatch.lineage.assets.create_asset",
+                "to_openlineage_converter": "airflow_provider_azbatch.lineage.assets.convert_asset_to_openlineage",
+            }
+        ],
         "connection-types": [
             {
                 "connection-type": "azbatch",
@@ -132,8 +142,9 @@ CONN_FIELDS: dict[str, Any] = {
     ),
     "cloud": _field(
         "Azure cloud",
-        "public (the default), us_government or china: picks the token scope, authority and portal. custom: set "
-        "authority_host and token_scope below.",
+        "public (the default), us_government or china: picks the token scope, authority, portal and Resource "
+        "Manager. custom: set authority_host and token_scope below (and resource_manager_url for the preflight "
+        "check's quota reads).",
         enum=["public", "us_government", "china", "custom"],
     ),
     "authority_host": _field(
@@ -142,6 +153,11 @@ CONN_FIELDS: dict[str, Any] = {
     ),
     "token_scope": _field(
         "Token scope", "Override of the Batch token scope, e.g. https://batch.core.windows.net//.default."
+    ),
+    "resource_manager_url": _field(
+        "Resource Manager URL",
+        "Override of the Azure Resource Manager endpoint the preflight check reads the account's quotas and the "
+        "region's VM sizes from (default: the cloud's, e.g. https://management.azure.com; a custom cloud needs it).",
     ),
     "ca_bundle": _field(
         "CA bundle path",
@@ -159,8 +175,16 @@ CONN_FIELDS: dict[str, Any] = {
         "tokens with a user delegation key).",
         secret=True,
     ),
-    "subscription_id": _field("Subscription ID", "For links to the Azure portal (optional)."),
-    "resource_group": _field("Resource group", "For links to the Azure portal (optional)."),
+    "subscription_id": _field(
+        "Subscription ID",
+        "The Batch account's subscription: for links to the Azure portal, and for the preflight check's reads of "
+        "the account's quotas (optional).",
+    ),
+    "resource_group": _field(
+        "Resource group",
+        "The Batch account's resource group: for links to the Azure portal (optional; the preflight check finds it "
+        "from the subscription).",
+    ),
 }
 
 CONFIG_OPTIONS: dict[str, Any] = {
@@ -232,6 +256,15 @@ CONFIG_OPTIONS: dict[str, Any] = {
         "type": "float",
         "example": "60",
         "default": "30",
+    },
+    "idle_node_margin": {
+        "description": "Seconds a pool's node may stay idle beyond the pool's autoscale evaluation interval (5 "
+        "minutes for a pool without autoscale) before `airflow azbatch pools list` flags the pool: a fixed pool, or "
+        "an autoscale formula that does not give idle nodes back.",
+        "version_added": "0.5.0",
+        "type": "float",
+        "example": "900",
+        "default": "300",
     },
     "submit_retry_seconds": {
         "description": "How long a submission request (create job, add tasks, set the job's completion rule, "
@@ -368,6 +401,15 @@ CONFIG_OPTIONS: dict[str, Any] = {
         "type": "string",
         "example": "airflow/workspaces",
         "default": "",
+    },
+    "node_logs_container": {
+        "description": "Blob container (of the connection's storage account) where Batch uploads the service "
+        "logs of nodes a run failed on (a failed start task, an unusable node), before the run's pools are "
+        "deleted; the failure report names where. Empty: not uploaded.",
+        "version_added": "0.5.0",
+        "type": "string",
+        "example": "batch-node-logs",
+        "default": "azbatch-node-logs",
     },
     "max_read_bytes": {
         "description": "Most bytes read from one task file per poll; a file growing faster is caught up "

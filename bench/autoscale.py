@@ -1,7 +1,7 @@
 """Paid, busy and idle node time of autoscaled shared pools against a fixed pool of the same size.
 
-    python bench/autoscale.py [--formula provider|previous|previous-scaled|FILE ...] [--max-nodes 4]
-        [--bursts 3] [--tasks 24] [--task-seconds 8] [--spread 0.25] [--gap 60] [--seed 1]
+    python bench/autoscale.py [--formula provider|previous|previous-scaled|before-0.5|FILE ...] [--max-nodes 4]
+        [--bursts 3] [--tasks 24] [--task-seconds 8] [--spread 0.25] [--gap 60] [--seed 1] [--multi-node N]
         [--autoscale-interval 10] [--node-start-seconds 6] [--no-fixed] [--timeline]
 
 Starts the local Batch service and runs the same workload, at once, on pools made the way the provider
@@ -10,13 +10,16 @@ CPU pool requirements and ``--max-nodes``): an autoscaled pool per ``--formula``
 formula by default) and a fixed pool of ``--max-nodes`` nodes. The workload: ``--bursts`` fan-outs of
 ``--tasks`` shards of ``--task-seconds`` +- ``--spread`` (the same durations on every pool; one job per
 burst, as one DAG run's ``prepare`` makes), each followed by a ``--gap`` pause (the last one too, so the
-pools are measured over whole periods).
+pools are measured over whole periods). With ``--multi-node N`` each burst also has one task spanning ``N``
+nodes (a multi-instance task of ``--task-seconds``), and the pools are made for it (one task slot per node);
+``--formula before-0.5`` is the formula versions before 0.5.0 gave such a pool (``N`` nodes as its minimum).
 
-Everything is measured from the service's own data: paid node-seconds run from each node's
-``allocationTime`` until it is no longer listed (nodes are listed every second; the pools are deleted at
-the end, so nodes still there are paid until they go); busy node-seconds are, per node, the union of its
-tasks' ``executionInfo`` start-end times; idle share = 1 - busy / paid. Makespan: from the first job's
-submission to the last task's end; burst: from a job's submission to its last task's end (mean).
+Everything is measured from the service's own data: paid node-seconds (and node-hours on Azure's time
+scale) run from each node's ``allocationTime`` until it is no longer listed (nodes are listed every second;
+the pools are deleted at the end, so nodes still there are paid until they go); busy node-seconds are, per
+node, the union of its tasks' (and subtasks') ``executionInfo`` start-end times; idle share = 1 - busy /
+paid. Makespan: from the first job's submission to the last task's end; burst: from a job's submission to
+its last task's end (mean).
 
 Time scale: the local service samples ``$PendingTasks`` every second where Azure samples every 30
 seconds, so one local second stands for 30 s. The defaults keep the proportions: an evaluation every
@@ -27,6 +30,7 @@ minutes), 60-second pauses (30 minutes).
 from __future__ import annotations
 
 import argparse
+import logging
 import random
 import statistics
 import sys
@@ -42,6 +46,7 @@ from azure.batch import models as m
 from azure.core.credentials import AzureNamedKeyCredential
 from azure.core.exceptions import ResourceNotFoundError
 
+from airflow_provider_azbatch.compute.autoscale import autoscale_formula
 from airflow_provider_azbatch.pools import BatchPool
 from local_azure_batch.testing import run_local_batch_service
 
@@ -85,6 +90,7 @@ class Run:
     counts: list[tuple[datetime, int]] = field(default_factory=list)
     submitted: list[datetime] = field(default_factory=list)
     tasks: list[list[m.BatchTask]] = field(default_factory=list)  # per burst
+    subtasks: list[m.BatchSubtask] = field(default_factory=list)  # of the multi-node tasks
     finished: datetime | None = None
     error: BaseException | None = None
 
@@ -119,20 +125,30 @@ def run_workload(client: BatchClient, run: Run, args: argparse.Namespace, durati
             job_id = f"{run.pool_id}-burst-{burst}"
             run.submitted.append(now())
             client.create_job(m.BatchJobCreateOptions(id=job_id, pool_info=m.BatchPoolInfo(pool_id=run.pool_id)))
-            client.create_tasks(
-                job_id,
-                [
-                    m.BatchTaskCreateOptions(id=f"shard-{shard:03d}", command_line=f"sleep {seconds:g}")
-                    for shard, seconds in enumerate(durations[burst])
-                ],
-            )
-            while client.get_job_task_counts(job_id).task_counts.completed < args.tasks:
+            tasks = [
+                m.BatchTaskCreateOptions(id=f"shard-{shard:03d}", command_line=f"sleep {seconds:g}")
+                for shard, seconds in enumerate(durations[burst])
+            ]
+            if args.multi_node > 1:
+                tasks.insert(
+                    0,
+                    m.BatchTaskCreateOptions(
+                        id="multi-node",
+                        command_line=f"sleep {args.task_seconds:g}",
+                        multi_instance_settings=m.MultiInstanceSettings(
+                            number_of_instances=args.multi_node, coordination_command_line="true"
+                        ),
+                    ),
+                )
+            client.create_tasks(job_id, tasks)
+            while client.get_job_task_counts(job_id).task_counts.completed < len(tasks):
                 time.sleep(0.5)
             time.sleep(args.gap)
         for burst in range(args.bursts):
-            run.tasks.append(
-                list(client.list_tasks(f"{run.pool_id}-burst-{burst}", select=["id", "executionInfo", "nodeInfo"]))
-            )
+            job_id = f"{run.pool_id}-burst-{burst}"
+            run.tasks.append(list(client.list_tasks(job_id, select=["id", "executionInfo", "nodeInfo"])))
+            if args.multi_node > 1:
+                run.subtasks += list(client.list_subtasks(job_id, "multi-node"))
         client.begin_delete_pool(run.pool_id, polling_interval=1).result()
         stop.set()
         watcher.join()
@@ -170,10 +186,14 @@ def measure(run: Run) -> dict[str, float]:
         for node, start, end in map(ran, tasks):
             per_node.setdefault(node, []).append((start, end))
         burst_ends.append(max(ran(task)[2] for task in tasks))
+    for subtask in run.subtasks:
+        if subtask.node_info is not None and subtask.start_time is not None and subtask.end_time is not None:
+            per_node.setdefault(subtask.node_info.node_id or "", []).append((subtask.start_time, subtask.end_time))
     busy = sum(union_seconds(intervals) for intervals in per_node.values())
     bursts = [(end - submitted).total_seconds() for submitted, end in zip(run.submitted, burst_ends, strict=True)]
     return {
         "paid": paid,
+        "azure_node_hours": paid * AZURE_SECONDS_PER_LOCAL_SECOND / 3600,
         "busy": busy,
         "idle": 1 - busy / paid if paid else 0.0,
         "makespan": (max(burst_ends) - run.submitted[0]).total_seconds(),
@@ -204,9 +224,14 @@ def main() -> int:
         "'previous' (the provider's formula before it was tuned), 'previous-scaled' (the same with its 3-minute "
         "window divided by 30, the samples it spans on Azure) or a file holding a formula",
     )
+    parser.add_argument(
+        "--multi-node", type=int, default=1, help="each burst also has one task spanning this many nodes"
+    )
     parser.add_argument("--no-fixed", action="store_true", help="leave out the fixed pool")
     parser.add_argument("--timeline", action="store_true", help="also print each pool's node count, listing by listing")
     args = parser.parse_args()
+    # Importing the provider brings Airflow's logging, which shows every request the SDK makes.
+    logging.getLogger("azure.core.pipeline.policies.http_logging_policy").setLevel(logging.WARNING)
 
     rng = random.Random(args.seed)
     low, high = args.task_seconds * (1 - args.spread), args.task_seconds * (1 + args.spread)
@@ -214,9 +239,14 @@ def main() -> int:
     runs = []
     for index, formula in enumerate(args.formula or ["provider"]):
         pool = BatchPool.shared("bench", requirements=REQUIREMENTS, max_nodes=args.max_nodes, autoscale=True)
-        body = pool.pool_body(containers=False, multi_node=1)
+        body = pool.pool_body(containers=False, multi_node=args.multi_node)
         label = "autoscaled"
-        if formula == "previous":
+        if formula == "before-0.5":
+            body["autoScaleFormula"] = autoscale_formula(
+                args.max_nodes, min_nodes=args.multi_node if args.multi_node > 1 else 0, task_slots_per_node=1
+            )
+            label = "autoscaled, before 0.5.0"
+        elif formula == "previous":
             window = "TimeInterval_Minute * 3"
             body["autoScaleFormula"] = previous_formula(args.max_nodes, body["taskSlotsPerNode"], window)
             label = "autoscaled, previous formula"
@@ -231,7 +261,7 @@ def main() -> int:
         runs.append(Run(label, f"bench-autoscaled-{index}", body))
     if not args.no_fixed:
         pool = BatchPool.shared("bench", requirements=REQUIREMENTS, max_nodes=args.max_nodes, autoscale=False)
-        runs.append(Run("fixed", "bench-fixed", pool.pool_body(containers=False, multi_node=1)))
+        runs.append(Run("fixed", "bench-fixed", pool.pool_body(containers=False, multi_node=args.multi_node)))
 
     service_args = [
         "--quiet",
@@ -255,7 +285,9 @@ def main() -> int:
     body = runs[0].body
     print(
         f"workload: {args.bursts} bursts x {args.tasks} shards x {low:g}-{high:g} s (seed {args.seed}), "
-        f"{args.gap:g} s pause after each; max_nodes {args.max_nodes} ({body['vmSize']}, "
+        f"{args.gap:g} s pause after each"
+        + (f", and one {args.multi_node}-node task" if args.multi_node > 1 else "")
+        + f"; max_nodes {args.max_nodes} ({body['vmSize']}, "
         f"{body['taskSlotsPerNode']} task slots per node)"
     )
     print(
@@ -270,13 +302,16 @@ def main() -> int:
             print(f"{run.label} (autoScaleEvaluationInterval {run.body['autoScaleEvaluationInterval']} on Azure):")
             print("    " + run.body["autoScaleFormula"].replace("\n", "\n    "))
     print()
-    print("| pool | paid node-s | busy node-s | idle share | makespan s | mean burst s | nodes used | peak |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print(
+        "| pool | paid node-s | paid node-h on Azure | busy node-s | idle share | makespan s | mean burst s | "
+        "nodes used | peak |"
+    )
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for run in runs:
         r = measure(run)
         print(
-            f"| {run.label} | {r['paid']:.0f} | {r['busy']:.0f} | {r['idle']:.0%} | {r['makespan']:.0f} | "
-            f"{r['burst']:.1f} | {r['nodes']} | {r['peak']} |"
+            f"| {run.label} | {r['paid']:.0f} | {r['azure_node_hours']:.2f} | {r['busy']:.0f} | {r['idle']:.0%} | "
+            f"{r['makespan']:.0f} | {r['burst']:.1f} | {r['nodes']} | {r['peak']} |"
         )
     if args.timeline:
         for run in runs:

@@ -117,13 +117,14 @@ with DAG(
     def promote_or_hold(metrics: dict) -> str:
         return "promote" if metrics["mae"] <= MAX_MAE else "hold"
 
+    # run_id comes from the task's context (a plain function's body is not a template, as RUN is).
     @task
-    def promote(metrics: dict) -> str:
-        return f"promoted the model of {RUN}: mean absolute error {metrics['mae']}"
+    def promote(metrics: dict, run_id: str | None = None) -> str:
+        return f"promoted the model of {run_id}: mean absolute error {metrics['mae']}"
 
     @task
-    def hold(metrics: dict) -> str:
-        return f"kept the current model: this one's mean absolute error {metrics['mae']} is over {MAX_MAE}"
+    def hold(metrics: dict, run_id: str | None = None) -> str:
+        return f"kept the current model: the mean absolute error of {run_id}'s, {metrics['mae']}, is over {MAX_MAE}"
 
     # [END tutorial_training_branch]
 

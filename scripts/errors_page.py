@@ -240,6 +240,98 @@ def _span(text: str) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
+# The preflight check's lines: ``failed(check, detail, fix=...)`` (and warning, unknown), and the reasons a
+# management-plane read could not be made (``Unreadable(why, fix)``).
+PREFLIGHT = PACKAGE / "preflight"
+FINDINGS = ("failed", "warning", "unknown")
+UNREADABLE_CHECKS = "management.account, pool[…].vm_size, pool[…].quota"
+PREFLIGHT_HEADER = """## `airflow azbatch check`: what it finds, and the fix
+
+Each line the preflight check ([check a connection](../howto/check.md)) prints when something is not ok, by check
+id: its status, what it says ({hole} where it shows a value of yours), and the fix it names. A fix shown as
+{hole} is built from the connection (the key or role it needs, the command that prints an id).
+
+"""
+
+
+@dataclass(frozen=True)
+class PreflightLine:
+    check: str
+    status: str
+    detail: str
+    fix: str
+
+
+def _constants(tree: ast.Module) -> dict[str, str]:
+    """A module's top-level string constants (check ids are named by them)."""
+    found = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    found[target.id] = node.value.value
+    return found
+
+
+def _returned_texts(tree: ast.Module) -> dict[str, ast.expr]:
+    """Module functions that return a message (``_service_fix()``): their last ``return``'s expression."""
+    found = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            returns = [sub.value for sub in ast.walk(node) if isinstance(sub, ast.Return) and sub.value is not None]
+            if returns and _text(returns[-1]) is not None:
+                found[node.name] = returns[-1]
+    return found
+
+
+def _resolved(node: ast.expr | None, names: dict[str, ast.expr], helpers: dict[str, ast.expr]) -> str:
+    """A finding's text: a literal, a name bound to one (module constant or local), or a helper's return."""
+    if isinstance(node, ast.Name) and node.id in names:
+        node = names[node.id]
+    if isinstance(node, ast.Call) and _callee(node) in helpers:
+        node = helpers[_callee(node)]
+    found = _text(node) if node is not None else None
+    return re.sub(rf"{HOLE}+", HOLE, found) if found is not None else HOLE
+
+
+def preflight_lines() -> Iterator[PreflightLine]:
+    for path in sorted(PREFLIGHT.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        constants = {name: ast.Constant(value) for name, value in _constants(tree).items()}
+        helpers = _returned_texts(tree)
+        for function in (node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)):
+            # A check id or fix kept in a local name first (``check = f"pool[{label}].image"``).
+            names: dict[str, ast.expr] = dict(constants)
+            for node in ast.walk(function):
+                if isinstance(node, ast.Assign) and _text(node.value) is not None:
+                    names.update({target.id: node.value for target in node.targets if isinstance(target, ast.Name)})
+            for node in ast.walk(function):
+                if not isinstance(node, ast.Call):
+                    continue
+                fix = next((keyword.value for keyword in node.keywords if keyword.arg == "fix"), None)
+                name = _callee(node)
+                args = [_resolved(arg, names, helpers) for arg in node.args]
+                if name in FINDINGS and len(args) == 2 and fix is not None:
+                    yield PreflightLine(args[0], name, args[1], _resolved(fix, names, helpers))
+                elif name == "Unreadable" and len(args) == 2:
+                    yield PreflightLine(UNREADABLE_CHECKS, "unknown", args[0], args[1])
+
+
+def _preflight_section() -> list[str]:
+    out = [PREFLIGHT_HEADER.format(hole=HOLE)]
+    by_check: dict[str, list[PreflightLine]] = {}
+    for line in preflight_lines():
+        if line.detail != HOLE and line not in by_check.get(line.check, []):
+            by_check.setdefault(line.check, []).append(line)
+    for check in sorted(by_check):
+        out.append(f"### `{check}`\n\n" if check != HOLE else "### The line of the step that failed\n\n")
+        for line in by_check[check]:
+            detail, fix = (re.sub(r"\s+", " ", text) for text in (line.detail, line.fix))
+            out.append(f"- **{line.status.capitalize()}**: {_span(detail)}\\\n  **Fix**: {fix}\n")
+        out.append("\n")
+    return out
+
+
 def page() -> str:
     out = [HEADER.format(hole=HOLE)]
     for symptom, cause, fix in FIRST_HOUR:
@@ -263,6 +355,7 @@ def page() -> str:
                 f"  **Fix**: {message.fix}\n"
             )
         out.append("\n")
+    out += _preflight_section()
     return "".join(out).rstrip("\n") + "\n"
 
 

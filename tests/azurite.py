@@ -54,7 +54,11 @@ def _port_open(port: int) -> bool:
 
 
 @contextlib.contextmanager
-def run_azurite() -> Iterator[Azurite]:
+def run_azurite(*, oauth_cert: Path | None = None, oauth_key: Path | None = None) -> Iterator[Azurite]:
+    """Azurite's blob service on a free port; with ``oauth_cert`` and ``oauth_key``, over https and taking Entra ID
+    tokens too (``--oauth basic``: it checks a token's issuer, audience and lifetime, not its signature, and grants
+    every role; the local Batch service's authority issues such tokens)."""
+    oauth = ["--oauth", "basic", "--cert", str(oauth_cert), "--key", str(oauth_key)] if oauth_cert and oauth_key else []
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -72,6 +76,7 @@ def run_azurite() -> Iterator[Azurite]:
             "--skipApiVersionCheck",
             "--disableTelemetry",
             "--silent",
+            *oauth,
         ],
         stdout=log,
         stderr=subprocess.STDOUT,
@@ -83,7 +88,7 @@ def run_azurite() -> Iterator[Azurite]:
         if process.poll() is not None:
             output = (Path(workspace) / "azurite.log").read_text(errors="replace")
             raise RuntimeError(f"Azurite exited at start with code {process.returncode}:\n{output}")
-        yield Azurite(url=f"http://127.0.0.1:{port}/{ACCOUNT}")
+        yield Azurite(url=f"{'https' if oauth else 'http'}://127.0.0.1:{port}/{ACCOUNT}")
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGTERM)

@@ -97,6 +97,41 @@ def azbatch_with_storage(local_batch_service, azurite, monkeypatch):
     return local_batch_service
 
 
+# `make test` runs the suite in two parts (docs/development.md, "The test suite's parts"): every test not marked
+# `serial` in several processes (pytest-xdist), then the `serial` ones alone. Serial: every test of a directory
+# below (a real Airflow deployment), every test marked `airflow_run`, and each test marked `serial` by hand (one
+# that bounds how long something takes).
+SERIAL_DIRECTORIES = ("airflow_run",)
+_TESTS = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(config, items) -> None:  # type: ignore[no-untyped-def]
+    for item in items:
+        directory = Path(item.path).resolve().relative_to(_TESTS).parts[0]
+        if directory in SERIAL_DIRECTORIES:
+            item.add_marker(pytest.mark.airflow_run)
+        if item.get_closest_marker("airflow_run") is not None:
+            item.add_marker(pytest.mark.serial)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):  # type: ignore[no-untyped-def]
+    """In a pytest-xdist worker, what a test measured travels with its report to the process that prints."""
+    from tests.measured import MEASURED
+
+    outcome = yield
+    if os.environ.get("PYTEST_XDIST_WORKER") and MEASURED:
+        outcome.get_result().user_properties.extend(("measured", line) for line in MEASURED)
+        MEASURED.clear()
+
+
+def pytest_runtest_logreport(report) -> None:  # type: ignore[no-untyped-def]
+    from tests.measured import MEASURED
+
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        MEASURED.extend(value for name, value in report.user_properties if name == "measured")
+
+
 def pytest_terminal_summary(terminalreporter) -> None:  # type: ignore[no-untyped-def]
     """What tests measured (``tests.measured.report``), where a run without ``-s`` shows it."""
     from tests.measured import MEASURED

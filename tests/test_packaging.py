@@ -30,6 +30,11 @@ DISTRIBUTIONS = {
 OPTIONAL = {
     "local_azure_batch": ("local-azure-batch", "local"),  # azbatch-dev (devenv/)
     "torchx": ("torchx-nightly", "torchx"),  # airflow_provider_azbatch/torchx, operators/torchx.py
+    # lineage/openlineage.py and parent.py, imported only when the OpenLineage provider is (it brings its client,
+    # whose facets are attrs classes, as the provider's run facet is).
+    "airflow.providers.openlineage": ("apache-airflow-providers-openlineage", "openlineage"),
+    "openlineage": ("apache-airflow-providers-openlineage", "openlineage"),
+    "attr": ("apache-airflow-providers-openlineage", "openlineage"),
 }
 
 
@@ -44,6 +49,9 @@ def _third_party_imports() -> set[str]:
             for name in names:
                 top = name.split(".")[0]
                 if top in stdlib or top == "airflow_provider_azbatch":
+                    continue
+                if name.startswith("airflow.providers.openlineage"):
+                    found.add("airflow.providers.openlineage")
                     continue
                 found.add(
                     next(key for key in DISTRIBUTIONS if name == key or name.startswith(f"{key}."))

@@ -136,6 +136,96 @@ ARG_POLL_INTERVAL = Arg(
 
 # pools
 ARG_POOL_ID = Arg(("pool_id",), metavar="POOL", help="The Batch pool id")
+ARG_NODE_IDS = Arg(
+    ("node_ids",),
+    metavar="NODE",
+    nargs="*",
+    help="Node ids (default: the pool's failed nodes, at most 3: start task failed, unusable, unknown, offline)",
+)
+ARG_LOGS_SINCE = Arg(
+    ("--since",),
+    help="Logs written from this time on: an ISO 8601 time or a duration ago (90s, 15m, 2h, 3d); default: since "
+    "each node was allocated",
+)
+
+# check
+ARG_DAG_FILE = Arg(
+    ("--dag-file",),
+    metavar="PATH",
+    help="A DAG file: the pools of its Batch tasks are checked too (image and VM size offered, vCPU quota, existing "
+    "pools exist), and its tasks' storage needs decide whether a missing storage account fails the check",
+)
+ARG_CHECK_DAG_ID = Arg(
+    ("--dag-id",),
+    action="append",
+    metavar="DAG_ID",
+    help="Only this DAG of --dag-file (default: every DAG it defines); repeat for several",
+)
+ARG_REQUIREMENTS = Arg(
+    ("--requirements",),
+    metavar="JSON",
+    help='A pool from resource requirements to check, as BatchPool.auto would make it, e.g. \'{"gpus": 1, '
+    '"gpu_kind": "T4"}\' (keys of ResourceRequirements: cpus, memory, gpus, gpu_kind, low_priority, os_image, '
+    "containers)",
+)
+ARG_VM_SIZE = Arg(("--vm-size",), metavar="NAME", help="With or without --requirements: the pool's VM size by name")
+ARG_MAX_NODES = Arg(
+    ("--max-nodes",),
+    type=positive_int(allow_zero=False),
+    default=1,
+    metavar="N",
+    help="The nodes of the --requirements/--vm-size pool, for its quota (default: 1)",
+)
+ARG_REQUIRE_STORAGE = Arg(
+    ("--require-storage",),
+    action="store_true",
+    help="Fail when the connection has no storage account even if no task checked needs one",
+)
+ARG_MANAGEMENT_CREDENTIAL = Arg(
+    ("--management-credential",),
+    choices=("connection", "default"),
+    default="connection",
+    help="Who reads the account's quotas and the region's VM sizes from Azure Resource Manager: the connection's "
+    "Entra ID credential (default; a shared key cannot), or DefaultAzureCredential (az login, a managed identity, "
+    "AZURE_* variables)",
+)
+ARG_STRICT = Arg(("--strict",), action="store_true", help="Exit 1 also when something could not be read (unknown)")
+ARG_CHECK_OUTPUT = Arg(
+    ("-o", "--output"),
+    choices=("text", "json"),
+    default="text",
+    help="text (default): a line per finding, its fix below it; json: the whole report, for scripts",
+)
+CHECK_ARGS = (
+    ARG_CONN_ID,
+    ARG_DAG_FILE,
+    ARG_CHECK_DAG_ID,
+    ARG_REQUIREMENTS,
+    ARG_VM_SIZE,
+    ARG_MAX_NODES,
+    ARG_REQUIRE_STORAGE,
+    ARG_MANAGEMENT_CREDENTIAL,
+    ARG_STRICT,
+    ARG_CHECK_OUTPUT,
+    ARG_VERBOSE,
+)
+CHECK_HELP = "Check a connection against its Batch account before the first run: each thing a run needs, ok or its fix"
+CHECK_DESCRIPTION = (
+    "Preflight of a connection: authentication and the identity it resolves to; the data-plane permissions a run "
+    "needs (jobs listed, a throw-away job created and deleted); the storage account (a container created, a blob "
+    "written, read and deleted, a SAS the credential signs); with --dag-file or --requirements, each pool's image "
+    "and VM size offered in the account's region and the account's vCPU quota for its family (read from Azure "
+    "Resource Manager when the credential may). Each line is ok, or what is wrong and the fix. Exit code 0: ready; "
+    "1: something a run needs is missing (or, with --strict, could not be read); 2: wrong arguments. Nothing is "
+    "left behind. On every Airflow line: python -m airflow_provider_azbatch.preflight takes the same arguments."
+)
+CHECK_COMMAND = ActionCommand(
+    name="check",
+    help=CHECK_HELP,
+    description=CHECK_DESCRIPTION,
+    func=lazy_load_command(f"{_PACKAGE}.check.check_command"),
+    args=CHECK_ARGS,
+)
 
 JOBS_COMMANDS = (
     ActionCommand(
@@ -199,6 +289,21 @@ POOLS_COMMANDS = (
         args=(ARG_POOL_ID, ARG_CONN_ID, ARG_OUTPUT, ARG_VERBOSE),
     ),
     ActionCommand(
+        name="nodes",
+        help="List a Batch pool's nodes: state, scheduling, address, start task and errors",
+        func=lazy_load_command(f"{_PACKAGE}.nodes.pools_nodes"),
+        args=(ARG_POOL_ID, ARG_CONN_ID, ARG_OUTPUT, ARG_VERBOSE),
+    ),
+    ActionCommand(
+        name="upload-logs",
+        help="Keep nodes' Batch service logs in the connection's storage account, and say where they are",
+        description="Have Batch upload the service (agent) logs of a pool's nodes to the connection's storage "
+        "account, container \\[azbatch] node_logs_container, before the nodes go (a pool deleted or shrunk takes "
+        "them along), and print where each node's logs are. Without NODE: the pool's failed nodes.",
+        func=lazy_load_command(f"{_PACKAGE}.nodes.pools_upload_logs"),
+        args=(ARG_POOL_ID, ARG_NODE_IDS, ARG_LOGS_SINCE, ARG_CONN_ID, ARG_OUTPUT, ARG_VERBOSE),
+    ),
+    ActionCommand(
         name="delete",
         help="Delete a Batch pool (asks first; --yes to skip the question)",
         description="Delete a Batch pool: its nodes are released (and stop costing), tasks running on them are "
@@ -235,11 +340,14 @@ LOGS_COMMAND = ActionCommand(
 
 AZBATCH_COMMANDS = GroupCommand(
     name="azbatch",
-    help="Azure Batch (azbatch provider): jobs, task output and pools",
+    help="Azure Batch (azbatch provider): a preflight check, jobs, task output and pools",
     subcommands=(
+        CHECK_COMMAND,
         GroupCommand(name="jobs", help="Batch jobs: list, describe, cancel", subcommands=JOBS_COMMANDS),
         LOGS_COMMAND,
-        GroupCommand(name="pools", help="Batch pools: list, describe, delete", subcommands=POOLS_COMMANDS),
+        GroupCommand(
+            name="pools", help="Batch pools: list, describe, nodes, upload-logs, delete", subcommands=POOLS_COMMANDS
+        ),
     ),
 )
 

@@ -16,7 +16,7 @@ from airflow_provider_azbatch.cli.definition import AZBATCH_COMMANDS
 
 def get_parser() -> argparse.ArgumentParser:
     """``airflow azbatch`` and its subcommands (help texts without the rich markup's escapes)."""
-    parser = argparse.ArgumentParser(prog="airflow azbatch", description=_plain(AZBATCH_COMMANDS.help))
+    parser = argparse.ArgumentParser(prog="airflow azbatch", description=plain_help(AZBATCH_COMMANDS.help))
     _add_subcommands(parser, AZBATCH_COMMANDS.subcommands)
     return parser
 
@@ -26,8 +26,8 @@ def _add_subcommands(parser: argparse.ArgumentParser, commands: Iterable[Any]) -
     for command in commands:
         sub = subparsers.add_parser(
             command.name,
-            help=_plain(command.help),
-            description=_plain(command.description or command.help),
+            help=plain_help(command.help),
+            description=plain_help(command.description or command.help),
         )
         if hasattr(command, "subcommands"):
             _add_subcommands(sub, command.subcommands)
@@ -36,9 +36,9 @@ def _add_subcommands(parser: argparse.ArgumentParser, commands: Iterable[Any]) -
             before = len(sub._actions)
             arg.add_to_parser(sub)
             for action in sub._actions[before:]:
-                action.help = _plain(action.help)
+                action.help = plain_help(action.help)
 
 
-def _plain(text: str | None) -> str | None:
-    # Rich markup writes a literal "[" as "\[".
+def plain_help(text: str | None) -> str | None:
+    """A help text without rich markup's escapes (rich writes a literal "[" as "\\[")."""
     return text.replace("\\[", "[") if text else text

@@ -5,12 +5,15 @@ from __future__ import annotations
 import sys
 from argparse import Namespace
 from collections import Counter
+from datetime import datetime, timezone
 from typing import Any
 
 from airflow.utils.cli import suppress_logs_and_warning
 from airflow.utils.providers_configuration_loader import providers_configuration_loaded
 
+from airflow_provider_azbatch import config
 from airflow_provider_azbatch.cli.command import CliError, note, run
+from airflow_provider_azbatch.cli.idle_pools import idle_verdict
 from airflow_provider_azbatch.cli.output import (
     Column,
     cell,
@@ -32,6 +35,7 @@ LIST_SELECT = [
     "currentLowPriorityNodes",
     "targetLowPriorityNodes",
     "enableAutoScale",
+    "autoScaleEvaluationInterval",
     "resizeErrors",
     "taskSlotsPerNode",
 ]
@@ -72,9 +76,19 @@ def _hourly_text(usd: float | None) -> str:
     return f"${usd:.4f}" if usd is not None else ""
 
 
+def _idle_for_text(seconds: float | None) -> str:
+    return format_duration(seconds)
+
+
+def _too_long_text(too_long: bool) -> str:
+    return "yes" if too_long else ""
+
+
 LIST_COLUMNS = (
     Column("id", "pool"),
     Column("idle", "idle"),
+    Column("idle_seconds", "idle for", _idle_for_text),
+    Column("idle_too_long", "idle too long", _too_long_text),
     Column("hourly_usd", "$/hour", _hourly_text),
     Column("state", "state"),
     Column("allocation_state", "allocation"),
@@ -171,13 +185,24 @@ def _list(hook: Any, args: Namespace) -> None:
 
     catalog = load_catalog()
     counts = hook.list_pool_node_counts()
+    margin = config.get_float("idle_node_margin")
+    now = datetime.now(timezone.utc)
     pools = []
     for pool in hook.list_pools(select=LIST_SELECT):
         summary = pool_summary(pool, counts.get(pool.id))
         summary["idle"] = idle(summary)
         summary["hourly_usd"] = hourly_usd(summary, catalog)
+        idle_nodes = hook.list_nodes_in_states(pool.id, ("idle",)) if summary["nodes_by_state"].get("idle") else []
+        summary.update(idle_verdict(pool, (node.state_transition_time for node in idle_nodes), now, margin))
         pools.append(summary)
     print_records(pools, LIST_COLUMNS, args.output)
+    too_long = [pool for pool in pools if pool["idle_too_long"]]
+    if too_long and args.output not in ("json", "yaml"):
+        note(
+            f"{len(too_long)} pool(s) have nodes idle longer than their autoscale interval plus [azbatch] "
+            f"idle_node_margin ({margin:g} s): a fixed pool, or a formula that does not give idle nodes back "
+            f"({', '.join(pool['id'] for pool in too_long)})"
+        )
     paid_idle = [pool for pool in pools if pool["idle"] == "yes"]
     if paid_idle and args.output not in ("json", "yaml"):
         total = sum(pool["hourly_usd"] or 0 for pool in paid_idle)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -44,6 +45,7 @@ def autoscale_formula(
     low_priority: bool = False,
     sample_window: timedelta = timedelta(minutes=1),
     task_slots_per_node: int = 1,
+    multi_node: int = 1,
 ) -> str:
     """A formula keeping ``ceil(pending tasks / task_slots_per_node)`` nodes, clamped to [min, max].
 
@@ -64,6 +66,21 @@ def autoscale_formula(
     kept ``ceil`` of the mean, often most of a burst's nodes, for a whole further interval.
     ``bench/autoscale.py`` measures both (bench/autoscale-results.md).
 
+    ``multi_node``: the most nodes one task of the pool needs at once (a multi-instance task). While anything
+    is pending the target is at least that many, and ``min_nodes`` when nothing is, so a pool made for a
+    nightly multi-node job holds no node once it is done. Batch counts a queued multi-instance task as its
+    number of instances in ``$ActiveTasks`` ("For a multi-instance task, $ActiveTasks will include the number of
+    instances set on the task", https://learn.microsoft.com/azure/batch/batch-automatic-scaling), which would
+    give it all its nodes; the documentation does not say how ``$RunningTasks`` counts one once it runs, and
+    the floor keeps its nodes whichever way it does (and if a queued one were ever counted once). Versions
+    before 0.5.0 made ``multi_node`` the minimum instead: those nodes stayed allocated for good.
+
+    On Spot nodes (``low_priority``) a preempted node is still one of the pool's (``$CurrentLowPriorityNodes``
+    counts it) but runs nothing until Azure has capacity again, keeping its id: while tasks are pending the
+    target asks for one more Spot node for each preempted one (``$PreemptedNodeCount``, at most ``max_nodes``
+    more), so the work goes on where Azure has capacity; with nothing pending preempted nodes go with the rest.
+    A preempted node is not billed (its VM is deleted), so the extra target costs nothing until a node comes.
+
     Time scales: Batch records a sample about every 30 s and evaluates the formula every 5 minutes at
     most often (the interval the provider sets), about 10 new samples per evaluation. The window is a
     count of samples (``GetSample(2)``), not a time range (``GetSample(TimeInterval_Minute * 1)``), so it
@@ -73,10 +90,16 @@ def autoscale_formula(
     the documentation's 70% guard is not needed: right after creation it uses whatever samples exist.
     ``sample_window`` is Azure time, a whole number of 30-second samples.
 
-    With ``low_priority`` the target is spot/low-priority nodes and dedicated is 0; otherwise the reverse.
+    With ``low_priority`` the target is Spot nodes and dedicated is 0; otherwise the reverse.
     """
     check_node_bounds(max_nodes, min_nodes, prefix="autoscale")
     _check_count("autoscale.task_slots_per_node", task_slots_per_node, 1, MAX_TASK_SLOTS_PER_NODE)
+    _check_count("autoscale.multi_node", multi_node, 1, max_nodes)
+    if multi_node > 1 and task_slots_per_node != 1:
+        raise InvalidAutoscaleError(
+            f"autoscale.multi_node={multi_node} needs task_slots_per_node=1 (Batch runs multi-instance tasks only "
+            f"on pools with one task slot per node), got {task_slots_per_node}"
+        )
     if not isinstance(low_priority, bool):
         raise InvalidAutoscaleError(f"autoscale.low_priority must be True or False, got {low_priority!r}")
     if (
@@ -95,15 +118,17 @@ def autoscale_formula(
         if low_priority
         else ("$TargetDedicatedNodes", "$TargetLowPriorityNodes")
     )
-    return "\n".join(
-        [
-            f"$tasks = max(0, $PendingTasks.GetSample(1){recent});",
-            f"$nodes = ceil($tasks / {task_slots_per_node});",
-            f"{scaled} = max({min_nodes}, min($nodes, {max_nodes}));",
-            f"{idle} = 0;",
-            "$NodeDeallocationOption = taskcompletion;",
-        ]
-    )
+    lines = [f"$tasks = max(0, $PendingTasks.GetSample(1){recent});"]
+    if multi_node > 1:
+        lines.append(f"$tasks = $tasks > 0 ? max($tasks, {multi_node}) : 0;")
+    lines += [
+        f"$nodes = ceil($tasks / {task_slots_per_node});",
+        f"{scaled} = max({min_nodes}, min($nodes, {max_nodes}));",
+    ]
+    if low_priority:
+        lines.append(f"{scaled} = {scaled} + ($nodes > 0 ? min($PreemptedNodeCount.GetSample(1), {max_nodes}) : 0);")
+    lines += [f"{idle} = 0;", "$NodeDeallocationOption = taskcompletion;"]
+    return "\n".join(lines)
 
 
 def iso8601_duration(value: timedelta) -> str:
@@ -121,6 +146,21 @@ def iso8601_duration(value: timedelta) -> str:
     if seconds or text == "PT":
         text += f"{seconds:.6f}".rstrip("0").rstrip(".") + "S"
     return text
+
+
+_ISO_DURATION = re.compile(
+    r"P(?:(?P<d>\d+(?:\.\d+)?)D)?(?:T(?:(?P<h>\d+(?:\.\d+)?)H)?(?:(?P<m>\d+(?:\.\d+)?)M)?(?:(?P<s>\d+(?:\.\d+)?)S)?)?",
+    re.IGNORECASE,
+)
+
+
+def parse_iso8601_duration(text: str) -> timedelta | None:
+    """``"PT5M"`` -> ``timedelta(minutes=5)``; None for what is not such a duration."""
+    match = _ISO_DURATION.fullmatch(text.strip())
+    if match is None or not any(match.groupdict().values()):
+        return None
+    parts = {name: float(value or 0) for name, value in match.groupdict().items()}
+    return timedelta(days=parts["d"], hours=parts["h"], minutes=parts["m"], seconds=parts["s"])
 
 
 @dataclass(frozen=True)

@@ -166,6 +166,7 @@ def pool_spec_from_requirements(
     evaluation_interval: timedelta = MIN_EVALUATION_INTERVAL,
     vm_size: str | None = None,
     image: PoolImage | None = None,
+    multi_node: int = 1,
 ) -> PoolSpec:
     """The cheapest pool able to run tasks of ``req``.
 
@@ -174,6 +175,7 @@ def pool_spec_from_requirements(
     priority when ``req.low_priority``. Giving ``container_images`` implies a container pool.
     ``task_slots_per_node`` defaults to how many such tasks fit on one node. ``vm_size`` names the size instead
     of choosing one (a size in the catalog must fit ``req``); ``image`` replaces the family's image.
+    ``multi_node``: the most nodes one of its tasks needs at once (the formula's floor while tasks are pending).
 
     ``evaluation_interval`` defaults to the shortest the service allows, 5 minutes: an evaluation costs
     nothing, while every interval is, at worst, that long for a task to wait for a node and for a node
@@ -205,7 +207,7 @@ def pool_spec_from_requirements(
     # Built before the formula so a bad task_slots_per_node is reported as a pool field.
     spec = PoolSpec(**common)
     formula = autoscale_formula(
-        max_nodes, min_nodes=min_nodes, low_priority=req.low_priority, task_slots_per_node=slots
+        max_nodes, min_nodes=min_nodes, low_priority=req.low_priority, task_slots_per_node=slots, multi_node=multi_node
     )
     return dataclasses.replace(spec, autoscale=AutoscaleSettings(formula, evaluation_interval))
 

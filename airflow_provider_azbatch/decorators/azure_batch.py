@@ -207,6 +207,13 @@ class _AzureBatchDecoratedOperator(DecoratedOperator, AzureBatchJobOperator):
             return super().outcome(result)
         return self._value(result.xcom["return_value"])
 
+    def asset_results(self, result: RunResult) -> dict[str, Any] | None:
+        """The function's return value (as the node wrote it: JSON, or a pickle left out of the event)."""
+        sent = result.xcom.get("return_value")
+        if isinstance(sent, dict) and "value" in sent:
+            return {TASK_ID: sent["value"]}
+        return None
+
     def _value(self, sent: Any) -> Any:
         if isinstance(sent, dict) and "value" in sent:
             return sent["value"]

@@ -9,9 +9,11 @@ failed task or a job left half submitted.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime
 from functools import cached_property
 from typing import Any, TypeVar
 from urllib.parse import quote, urlsplit
@@ -57,12 +59,15 @@ from airflow_provider_azbatch.hooks.storage import BlobStorage, LogLocation
 from airflow_provider_azbatch.hooks.translate import (
     ACTIVE_FILTER,
     ACTIVE_SELECT,
+    ATTEMPT_SELECT,
     FAILED_FILTER,
     FAILED_SELECT,
+    MAX_ATTEMPTS_LISTED,
     NODE_TIMES_SELECT,
     OUTCOME_SELECT,
     POOL_SELECT,
     RANGE_NOT_SATISFIABLE,
+    RUNNING_FILTER,
     active_task_of,
     counts_of,
     failed_task_of,
@@ -74,11 +79,20 @@ from airflow_provider_azbatch.hooks.translate import (
     side_task_runs_of,
     state_filter,
     tail_range,
+    task_attempt_of,
 )
 from airflow_provider_azbatch.results.outcomes import TaskOutcome
 from airflow_provider_azbatch.retries import Backoff
 from airflow_provider_azbatch.watching.blocking import ActiveTask, FailedTask, SideTaskRun
-from airflow_provider_azbatch.watching.state import FileChunk, FileEnd, FileInfo, JobStatus, NodeTimes, TaskCounts
+from airflow_provider_azbatch.watching.state import (
+    FileChunk,
+    FileEnd,
+    FileInfo,
+    JobStatus,
+    NodeTimes,
+    TaskAttempt,
+    TaskCounts,
+)
 
 # azure-core logs every request and response at INFO; in a task log that drowns the task's output.
 _HTTP_LOGGER = logging.getLogger("azure.core.pipeline.policies.http_logging_policy")
@@ -128,10 +142,12 @@ class AzureBatchHook(BaseHook):
     def client(self) -> BatchClient:
         return self.new_client()
 
-    def new_client(self, **overrides: Any) -> BatchClient:
-        """A client with its own connection pool (``client`` is the hook's shared one)."""
+    def new_client(self, credential: Any = None, **overrides: Any) -> BatchClient:
+        """A client with its own connection pool (``client`` is the hook's shared one), with ``credential`` if given
+        (one built from the connection, shared by several clients) or a new one."""
         settings = self.settings
-        return BatchClient(settings.account_url, build_credential(settings), **client_kwargs(settings), **overrides)
+        credential = credential if credential is not None else build_credential(settings)
+        return BatchClient(settings.account_url, credential, **client_kwargs(settings), **overrides)
 
     @property
     def account_name(self) -> str:
@@ -153,6 +169,12 @@ class AzureBatchHook(BaseHook):
     def list_task_states(self, job_id: str, task_ids: Sequence[str]) -> dict[str, str]:
         tasks = self.client.list_tasks(job_id, filter=id_filter(task_ids), select=["id", "state"])
         return {task.id: enum_value(task.state) for task in tasks}
+
+    def list_task_attempts(self, job_id: str, task_ids: Sequence[str] | None = None) -> dict[str, TaskAttempt]:
+        """The latest attempt of the tasks named, or of the running ones (at most ``MAX_ATTEMPTS_LISTED``)."""
+        where = id_filter(task_ids) if task_ids is not None else RUNNING_FILTER
+        tasks = self.client.list_tasks(job_id, filter=where, select=ATTEMPT_SELECT)
+        return {task.id: task_attempt_of(task) for task in itertools.islice(tasks, MAX_ATTEMPTS_LISTED)}
 
     def list_task_files(self, job_id: str, task_id: str) -> dict[str, FileInfo] | None:
         """The files at the root of the task's directory (stdout.txt, stderr.txt...); None once its node is gone."""
@@ -208,7 +230,7 @@ class AzureBatchHook(BaseHook):
         return self.get_pool(pool_id, select=POOL_SELECT)
 
     def list_nodes_in_states(self, pool_id: str, states: Sequence[str]) -> list[batch_models.BatchNode]:
-        select = ["id", "state", "startTaskInfo", "errors"]
+        select = ["id", "state", "stateTransitionTime", "startTaskInfo", "errors"]
         return list(self.client.list_nodes(pool_id, filter=state_filter(states), select=select))
 
     def read_node_file_tail(self, pool_id: str, node_id: str, path: str, max_bytes: int) -> FileEnd | None:
@@ -399,10 +421,80 @@ class AzureBatchHook(BaseHook):
 
         return self._submission_step(f"Creating pool {pool_id}", None, create, creates=True)
 
+    def set_pool_formula(self, pool_id: str, formula: str, metadata: Sequence[tuple[str, str]]) -> None:
+        """Give an autoscaled pool another formula (evaluated at once), then its metadata (replacing what it had)."""
+
+        def update() -> None:
+            self.client.enable_pool_auto_scale(
+                pool_id,
+                batch_models.BatchPoolEnableAutoScaleOptions(auto_scale_formula=formula),
+                retry_on_methods=RETRY_ALL_METHODS,
+            )
+            items = [batch_models.BatchMetadataItem(name=name, value=value) for name, value in metadata]
+            self.client.update_pool(
+                pool_id, batch_models.BatchPoolUpdateOptions(metadata=items), retry_on_methods=RETRY_ALL_METHODS
+            )
+
+        self._submission_step(f"Updating the autoscale formula of pool {pool_id}", None, update)
+
+    def move_job_to_pool(self, job_id: str, pool_id: str) -> None:
+        """Run the job's remaining tasks on another pool: disabled (its running tasks requeued), given the pool,
+        enabled again; Batch lets a job change pools only while it is disabled."""
+        try:
+            poller = self.client.begin_disable_job(
+                job_id,
+                batch_models.BatchJobDisableOptions(disable_tasks=batch_models.DisableBatchJobOption.REQUEUE),
+                polling_interval=LRO_POLL_SECONDS,
+            )
+        except ResourceExistsError as exc:
+            if error_code(exc) != "JobNotActive":  # disabling or disabled already: a repeated move
+                raise
+            poller = None
+        if poller is not None:
+            poller.result()
+        else:
+            self._wait_for_job_state(job_id, "disabled")
+        self.client.update_job(
+            job_id,
+            batch_models.BatchJobUpdateOptions(pool_info=batch_models.BatchPoolInfo(pool_id=pool_id)),
+            retry_on_methods=RETRY_ALL_METHODS,
+        )
+        self.client.begin_enable_job(job_id, polling_interval=LRO_POLL_SECONDS).result()
+
+    def _wait_for_job_state(self, job_id: str, state: str, timeout: float = 300.0) -> None:
+        deadline = time.monotonic() + timeout
+        while (status := self.get_job_status(job_id)) is not None and status.state != state:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"Batch job {job_id} did not become {state} within {timeout:.0f} s")
+            time.sleep(LRO_POLL_SECONDS)
+
+    def retarget_pool(self, pool_id: str, *, formula: str | None = None, dedicated_nodes: int = 0) -> None:
+        """Turn a pool to dedicated nodes: an autoscaled one gets ``formula``; a fixed one stops seeking nodes and
+        asks for ``dedicated_nodes`` and no Spot nodes (nodes that go finish their tasks first)."""
+        if formula is not None:
+            self.client.enable_pool_auto_scale(
+                pool_id,
+                batch_models.BatchPoolEnableAutoScaleOptions(auto_scale_formula=formula),
+                retry_on_methods=RETRY_ALL_METHODS,
+            )
+            return
+        pool = self.client.get_pool(pool_id, select=["allocationState"])
+        if enum_value(pool.allocation_state) != "steady":
+            self.client.begin_stop_pool_resize(pool_id, polling_interval=LRO_POLL_SECONDS).result()
+        self.client.begin_resize_pool(
+            pool_id,
+            batch_models.BatchPoolResizeOptions(
+                target_dedicated_nodes=dedicated_nodes,
+                target_low_priority_nodes=0,
+                node_deallocation_option=batch_models.BatchNodeDeallocationOption.TASK_COMPLETION,
+            ),
+            polling_interval=LRO_POLL_SECONDS,
+        )
+
     # -- Blob storage -------------------------------------------------------------------------------
     def blob_storage(self, needed_for: str) -> BlobStorage:
         """The connection's storage account (for task inputs, outputs and logs)."""
-        return BlobStorage.from_settings(self.settings, needed_for)
+        return BlobStorage.from_settings(self.settings, needed_for, owner=self)
 
     # -- retried submission requests -----------------------------------------------------------------
     def _raise_if_quota(self, exc: BaseException) -> None:
@@ -526,6 +618,24 @@ class AzureBatchHook(BaseHook):
 
     def list_nodes(self, pool_id: str, select: Sequence[str] | None = None) -> list[batch_models.BatchNode]:
         return list(self.client.list_nodes(pool_id, select=list(select) if select else None))
+
+    def get_node(
+        self, pool_id: str, node_id: str, select: Sequence[str] | None = None
+    ) -> batch_models.BatchNode | None:
+        try:
+            return self.client.get_node(pool_id, node_id, select=list(select) if select else None)
+        except ResourceNotFoundError:
+            return None
+
+    def upload_node_logs(
+        self, pool_id: str, node_id: str, container_url: str, start_time: datetime, end_time: datetime | None = None
+    ) -> batch_models.UploadBatchServiceLogsResult:
+        """Have Batch upload the node's service (agent) logs written since ``start_time`` into the container
+        (``container_url``: a SAS URL that can create and write blobs); it names the folder and the file count."""
+        options = batch_models.UploadBatchServiceLogsOptions(
+            container_url=container_url, start_time=start_time, end_time=end_time
+        )
+        return self.client.upload_node_logs(pool_id, node_id, options)
 
     def list_pool_node_counts(self) -> dict[str, batch_models.BatchPoolNodeCounts]:
         """Nodes of every pool of the account by state (one request for all pools), by pool id."""

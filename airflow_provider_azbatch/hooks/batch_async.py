@@ -37,12 +37,15 @@ from airflow_provider_azbatch.hooks.storage import BlobStorage, LogLocation
 from airflow_provider_azbatch.hooks.translate import (
     ACTIVE_FILTER,
     ACTIVE_SELECT,
+    ATTEMPT_SELECT,
     FAILED_FILTER,
     FAILED_SELECT,
     JOB_CHANGE_SELECT,
+    MAX_ATTEMPTS_LISTED,
     NODE_TIMES_SELECT,
     POOL_SELECT,
     RANGE_NOT_SATISFIABLE,
+    RUNNING_FILTER,
     active_task_of,
     counts_from_wire,
     failed_task_of,
@@ -57,6 +60,7 @@ from airflow_provider_azbatch.hooks.translate import (
     side_task_runs_of,
     state_filter,
     tail_range,
+    task_attempt_of,
 )
 from airflow_provider_azbatch.watching.blocking import ActiveTask, FailedTask, SideTaskRun
 from airflow_provider_azbatch.watching.state import (
@@ -66,6 +70,7 @@ from airflow_provider_azbatch.watching.state import (
     JobChange,
     JobStatus,
     NodeTimes,
+    TaskAttempt,
     TaskCounts,
 )
 
@@ -199,6 +204,15 @@ class AzureBatchAsyncHook(BaseHook):
         tasks = self.client.list_tasks(job_id, filter=id_filter(task_ids), select=["id", "state"])
         return {task.id: enum_value(task.state) async for task in tasks}
 
+    async def list_task_attempts(self, job_id: str, task_ids: Sequence[str] | None = None) -> dict[str, TaskAttempt]:
+        where = id_filter(task_ids) if task_ids is not None else RUNNING_FILTER
+        attempts: dict[str, TaskAttempt] = {}
+        async for task in self.client.list_tasks(job_id, filter=where, select=ATTEMPT_SELECT):
+            attempts[task.id] = task_attempt_of(task)
+            if len(attempts) >= MAX_ATTEMPTS_LISTED:
+                break
+        return attempts
+
     async def list_task_files(self, job_id: str, task_id: str) -> dict[str, FileInfo] | None:
         files: dict[str, FileInfo] = {}
         url: str | None = f"/jobs/{_segment(job_id)}/tasks/{_segment(task_id)}/files"
@@ -260,7 +274,7 @@ class AzureBatchAsyncHook(BaseHook):
             return None
 
     async def list_nodes_in_states(self, pool_id: str, states: Sequence[str]) -> list[Any]:
-        select = ["id", "state", "startTaskInfo", "errors"]
+        select = ["id", "state", "stateTransitionTime", "startTaskInfo", "errors"]
         return [node async for node in self.client.list_nodes(pool_id, filter=state_filter(states), select=select)]
 
     async def read_node_file_tail(self, pool_id: str, node_id: str, path: str, max_bytes: int) -> FileEnd | None:

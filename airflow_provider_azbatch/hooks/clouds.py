@@ -1,4 +1,4 @@
-"""The Azure clouds a connection can point at: token scope, authority and portal of each."""
+"""The Azure clouds a connection can point at: token scope, authority, portal and Resource Manager of each."""
 
 from __future__ import annotations
 
@@ -13,6 +13,13 @@ class AzureCloud:
     batch_scope: str
     authority_host: str
     portal_url: str
+    # Azure Resource Manager (the management plane: the account's quotas, the region's VM sizes); "" unknown.
+    resource_manager_url: str = ""
+
+    @property
+    def resource_manager_scope(self) -> str:
+        """The token scope of Resource Manager: its resource, the endpoint itself for the public clouds' ARM."""
+        return f"{self.resource_manager_url.rstrip('/')}/.default" if self.resource_manager_url else ""
 
 
 CLOUDS: dict[str, AzureCloud] = {
@@ -22,14 +29,20 @@ CLOUDS: dict[str, AzureCloud] = {
         "https://batch.core.windows.net//.default",
         AzureAuthorityHosts.AZURE_PUBLIC_CLOUD,
         "https://portal.azure.com",
+        "https://management.azure.com",
     ),
     "us_government": AzureCloud(
         "us_government",
         "https://batch.core.usgovcloudapi.net//.default",
         AzureAuthorityHosts.AZURE_GOVERNMENT,
         "https://portal.azure.us",
+        "https://management.usgovcloudapi.net",
     ),
     "china": AzureCloud(
-        "china", "https://batch.chinacloudapi.cn//.default", AzureAuthorityHosts.AZURE_CHINA, "https://portal.azure.cn"
+        "china",
+        "https://batch.chinacloudapi.cn//.default",
+        AzureAuthorityHosts.AZURE_CHINA,
+        "https://portal.azure.cn",
+        "https://management.chinacloudapi.cn",
     ),
 }

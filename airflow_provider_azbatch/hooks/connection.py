@@ -38,6 +38,7 @@ EXTRA_FIELDS = (
     "cloud",
     "authority_host",
     "token_scope",
+    "resource_manager_url",
     "tenant_id",
     "client_id",
     "client_secret",
@@ -171,6 +172,15 @@ class BatchConnectionSettings:
 
         cloud_name = (get("cloud") or "public").lower()
         authority_override, scope_override = get("authority_host"), get("token_scope")
+        manager_override = get("resource_manager_url")
+        if manager_override is not None:
+            manager = urlsplit(manager_override)
+            if manager.scheme != "https" or not manager.hostname or manager.path not in ("", "/") or manager.query:
+                raise fail(
+                    "resource_manager_url",
+                    f"must be an https endpoint without a path ({manager_override!r}), e.g. https://management.azure.com",
+                )
+            manager_override = f"https://{manager.netloc}"
         if cloud_name == "custom":
             if not authority_override or not scope_override:
                 raise fail(
@@ -178,7 +188,7 @@ class BatchConnectionSettings:
                     "is custom: set both authority_host (e.g. https://login.example) and token_scope "
                     "(e.g. https://batch.example//.default)",
                 )
-            cloud = AzureCloud("custom", scope_override, authority_override, "")
+            cloud = AzureCloud("custom", scope_override, authority_override, "", manager_override or "")
         elif cloud_name in CLOUDS:
             base = CLOUDS[cloud_name]
             cloud = AzureCloud(
@@ -186,13 +196,20 @@ class BatchConnectionSettings:
                 scope_override or base.batch_scope,
                 authority_override or base.authority_host,
                 base.portal_url,
+                manager_override or base.resource_manager_url,
             )
         else:
             raise fail("cloud", f"is {cloud_name!r}; use public, us_government, china or custom")
         if cloud.authority_host.startswith("http://"):
             raise fail("authority_host", f"must use https ({cloud.authority_host!r}): token authorities are https only")
         if not cloud.authority_host.startswith("https://"):
-            cloud = AzureCloud(cloud.name, cloud.batch_scope, f"https://{cloud.authority_host}", cloud.portal_url)
+            cloud = AzureCloud(
+                cloud.name,
+                cloud.batch_scope,
+                f"https://{cloud.authority_host}",
+                cloud.portal_url,
+                cloud.resource_manager_url,
+            )
 
         settings = cls(
             conn_id=conn_id,

@@ -79,6 +79,13 @@ def build_credential(settings: BatchConnectionSettings, *, asynchronous: bool = 
     return identity.DefaultAzureCredential(**default_kwargs)
 
 
+def default_credential(settings: BatchConnectionSettings) -> Any:
+    """DefaultAzureCredential in the connection's cloud (environment, workload or managed identity, Azure CLI...)."""
+    import azure.identity as identity
+
+    return identity.DefaultAzureCredential(**credential_kwargs(settings))
+
+
 def client_kwargs(settings: BatchConnectionSettings) -> dict[str, Any]:
     """Arguments for the Batch clients: the REST API version, the cloud's token scope, TLS trust and proxy."""
     kwargs: dict[str, Any] = {

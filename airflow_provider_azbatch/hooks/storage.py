@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -20,6 +20,7 @@ from urllib.parse import quote, urlsplit
 from azure.core.credentials import AzureNamedKeyCredential
 from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
 from azure.storage.blob import (
+    BlobClient,
     BlobSasPermissions,
     BlobServiceClient,
     ContainerSasPermissions,
@@ -30,6 +31,8 @@ from azure.storage.blob import (
 from airflow_provider_azbatch.hooks.connection import AuthMethod, BatchConnectionSettings, ConnectionConfigError
 from airflow_provider_azbatch.hooks.credentials import build_credential
 from airflow_provider_azbatch.hooks.proxies import proxy_kwargs
+from airflow_provider_azbatch.lineage import hook_lineage
+from airflow_provider_azbatch.lineage.naming import DatasetName, blob_dataset
 
 # Clock skew allowance: a SAS valid from "now" can be refused by a node whose clock runs behind.
 _SKEW = timedelta(minutes=5)
@@ -54,12 +57,17 @@ def storage_account_name(url: str) -> str:
 
 @dataclass
 class BlobStorage:
-    """The storage account of a connection (``storage_account_url`` / ``storage_account_key``)."""
+    """The storage account of a connection (``storage_account_url`` / ``storage_account_key``).
+
+    Every blob read and written, by the provider or by the tasks it hands access to, is reported to Airflow's hook
+    lineage collector with ``owner`` (the hook) as its context.
+    """
 
     settings: BatchConnectionSettings
+    owner: Any = None
 
     @classmethod
-    def from_settings(cls, settings: BatchConnectionSettings, needed_for: str) -> BlobStorage:
+    def from_settings(cls, settings: BatchConnectionSettings, needed_for: str, owner: Any = None) -> BlobStorage:
         if not settings.storage_account_url:
             raise StorageNotConfiguredError(
                 settings.conn_id,
@@ -73,7 +81,7 @@ class BlobStorage:
                 "storage_account_key",
                 f"is missing: {needed_for} need it to sign SAS tokens (or use an Entra ID auth_method)",
             )
-        return cls(settings)
+        return cls(settings, owner)
 
     @property
     def account_url(self) -> str:
@@ -114,6 +122,17 @@ class BlobStorage:
             if close is not None:
                 await close()
 
+    def blob_client_from_url(self, url: str) -> BlobClient:
+        """A client of one blob through its URL alone (a SAS URL: no other credential)."""
+        return BlobClient.from_blob_url(url, **self._client_kwargs())
+
+    def dataset(self, container: str, path: str | None = None) -> DatasetName:
+        """The OpenLineage name (and asset URI) of blob ``path`` of ``container`` (see lineage.naming)."""
+        return blob_dataset(self.account_url, container, path)
+
+    def _report(self, container: str, path: str | None, *, written: bool) -> None:
+        hook_lineage.report(self.owner, self.dataset(container, path), written=written)
+
     def container_url(self, container: str) -> str:
         return f"{self.account_url}/{quote(container)}"
 
@@ -139,14 +158,19 @@ class BlobStorage:
             self.account_name, container, user_delegation_key=key, permission=permission, start=start, expiry=expiry
         )
 
-    def read_url(self, container: str, lifetime: timedelta) -> str:
-        """Container URL a task can list and download from, and nothing else."""
+    def read_url(self, container: str, lifetime: timedelta, paths: Sequence[str | None] = (None,)) -> str:
+        """Container URL a task can list and download from, and nothing else (``paths``: what the tasks read)."""
         sas = self._sas(container, ContainerSasPermissions(read=True, list=True), lifetime)
+        for path in paths:
+            self._report(container, path, written=False)
         return f"{self.container_url(container)}?{sas}"
 
-    def write_url(self, container: str, lifetime: timedelta) -> str:
-        """Container URL a task can create and write blobs in; it cannot read, list or delete."""
+    def write_url(self, container: str, lifetime: timedelta, paths: Sequence[str | None] = (None,)) -> str:
+        """Container URL a task can create and write blobs in; it cannot read, list or delete (``paths``: where
+        the tasks write)."""
         sas = self._sas(container, ContainerSasPermissions(write=True, create=True), lifetime)
+        for path in paths:
+            self._report(container, path, written=True)
         return f"{self.container_url(container)}?{sas}"
 
     def blob_read_url(self, container: str, name: str, lifetime: timedelta) -> str:
@@ -176,6 +200,7 @@ class BlobStorage:
                 start=start,
                 expiry=expiry,
             )
+        self._report(container, name, written=False)  # the tasks read it
         return f"{self.container_url(container)}/{quote(name)}?{sas}"
 
     def upload_if_missing(self, container: str, name: str, data: bytes) -> bool:
@@ -189,9 +214,11 @@ class BlobStorage:
                 blob.upload_blob(data, overwrite=False)
             except ResourceExistsError:  # uploaded by someone else in between: the same bytes
                 return False
+        self._report(container, name, written=True)
         return True
 
     # -- reading blobs (the hook's own access, never a task's SAS) -------------------------------------
+    # The asynchronous reads (the triggerer's) report nothing: no task runs there to own them.
     def blob_size(self, container: str, name: str) -> int | None:
         with self.service_client() as service:
             try:
@@ -201,9 +228,30 @@ class BlobStorage:
 
     def read_blob(self, container: str, name: str, start: int, end: int) -> bytes:
         with self.service_client() as service:
-            return (
+            data = (
                 service.get_blob_client(container, name).download_blob(offset=start, length=end - start + 1).readall()
             )
+        self._report(container, name, written=False)
+        return data
+
+    def list_blobs(
+        self, container: str, prefix: str | None, since: datetime | None = None, limit: int | None = None
+    ) -> list[BlobEntry]:
+        """The blobs under ``prefix`` (all of the container: None) last modified at or after ``since``, by name, at
+        most ``limit`` of them."""
+        found: list[BlobEntry] = []
+        with self.service_client() as service:
+            for blob in service.get_container_client(container).list_blobs(name_starts_with=prefix or None):
+                if since is None or blob.last_modified is None or blob.last_modified >= since:
+                    found.append(BlobEntry(container, blob.name, int(blob.size or 0)))
+                    if limit is not None and len(found) >= limit:
+                        break
+        return found
+
+    def count_blobs(self, container: str, prefix: str) -> int:
+        """How many blobs of the container have names starting with ``prefix``."""
+        with self.service_client() as service:
+            return sum(1 for _ in service.get_container_client(container).list_blobs(name_starts_with=prefix))
 
     async def ablob_size(self, container: str, name: str) -> int | None:
         async with self.async_service() as service:
@@ -216,6 +264,15 @@ class BlobStorage:
         async with self.async_service() as service:
             stream = await service.get_blob_client(container, name).download_blob(offset=start, length=end - start + 1)
             return bytes(await stream.readall())
+
+
+@dataclass(frozen=True)
+class BlobEntry:
+    """One blob found by a listing."""
+
+    container: str
+    name: str
+    size: int
 
 
 @dataclass(frozen=True)

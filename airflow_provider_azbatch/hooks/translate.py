@@ -10,7 +10,15 @@ from typing import Any
 
 from airflow_provider_azbatch.enums import enum_value
 from airflow_provider_azbatch.watching.blocking import ActiveTask, FailedTask, SideTaskRun
-from airflow_provider_azbatch.watching.state import FileChunk, FileInfo, JobChange, JobStatus, NodeTimes, TaskCounts
+from airflow_provider_azbatch.watching.state import (
+    FileChunk,
+    FileInfo,
+    JobChange,
+    JobStatus,
+    NodeTimes,
+    TaskAttempt,
+    TaskCounts,
+)
 
 POOL_SELECT = [
     "id",
@@ -96,12 +104,41 @@ def tail_range(size: int, max_bytes: int) -> tuple[int, int] | None:
     return (max(0, size - max_bytes), size - 1) if size > 0 else None
 
 
-NODE_TIMES_SELECT = ["id", "isDedicated", "allocationTime"]
+NODE_TIMES_SELECT = ["id", "isDedicated", "allocationTime", "state", "stateTransitionTime", "lastBootTime"]
 
 
 def node_times_of(node: Any) -> NodeTimes:
-    allocated = getattr(node, "allocation_time", None)
-    return NodeTimes(node.id, bool(getattr(node, "is_dedicated", True)), allocated.isoformat() if allocated else None)
+    def iso(name: str) -> str | None:
+        value = getattr(node, name, None)
+        return value.isoformat() if value is not None else None
+
+    state = getattr(node, "state", None)
+    return NodeTimes(
+        node.id,
+        bool(getattr(node, "is_dedicated", True)),
+        iso("allocation_time"),
+        enum_value(state) if state is not None else None,
+        iso("state_transition_time"),
+        iso("last_boot_time"),
+    )
+
+
+RUNNING_FILTER = "state eq 'running'"
+# A Spot job's running tasks are listed at every look at the job (watching/preemption.py): at most this many.
+MAX_ATTEMPTS_LISTED = 1000
+ATTEMPT_SELECT = ["id", "state", "executionInfo", "nodeInfo"]
+
+
+def task_attempt_of(task: Any) -> TaskAttempt:
+    info = getattr(task, "execution_info", None)
+    node = getattr(task, "node_info", None)
+    start = getattr(info, "start_time", None) if info is not None else None
+    return TaskAttempt(
+        enum_value(task.state),
+        int(getattr(info, "retry_count", 0) or 0) if info is not None else 0,
+        getattr(node, "node_id", None) if node is not None else None,
+        start.isoformat() if start is not None else None,
+    )
 
 
 def active_task_of(task: Any) -> ActiveTask:

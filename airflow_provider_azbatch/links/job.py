@@ -17,14 +17,16 @@ if TYPE_CHECKING:
 
     from airflow_provider_azbatch.compat import TaskInstanceKey
 
-# What the operator pushes right after it submits (or reattaches to) a job.
+# What the operator pushes right after it submits (or reattaches to) a job, before it waits: the job and the
+# try of the task instance that watches it (what a cancelled trigger reads to tell whose job it is: triggers/kill.py).
 LINK_XCOM_KEY = "azbatch_job"
 
 
-def link_data(hook: Any, job_id: str) -> dict[str, Any]:
+def link_data(hook: Any, job_id: str, try_number: int | None = None) -> dict[str, Any]:
     settings = hook.settings
     return {
         "job_id": job_id,
+        "try_number": try_number,
         "account_name": hook.account_name,
         "subscription_id": settings.subscription_id,
         "resource_group": settings.resource_group,

@@ -26,6 +26,8 @@ from airflow_provider_azbatch.compat import (
 )
 from airflow_provider_azbatch.exceptions import QuotaReachedError
 from airflow_provider_azbatch.hooks.batch import AzureBatchHook
+from airflow_provider_azbatch.lineage.outlets import add_outlets, declared_assets, record_events
+from airflow_provider_azbatch.lineage.parent import parent_environment
 from airflow_provider_azbatch.links.job import LINK_XCOM_KEY, AzureBatchJobLink, link_data
 from airflow_provider_azbatch.pools.strategy import BatchPool
 from airflow_provider_azbatch.runs import Expectations, JobRun, RunResult, RunSettings, TaskInstanceRef, event_in_full
@@ -37,6 +39,7 @@ from airflow_provider_azbatch.submission.reattach import remember_job, remembere
 from airflow_provider_azbatch.submission.request import JobRequest
 from airflow_provider_azbatch.submission.sdk_fields import as_rest
 from airflow_provider_azbatch.submission.tasks import TaskSpec
+from airflow_provider_azbatch.triggers.job import CHECKPOINT_KEY
 from airflow_provider_azbatch.triggers.wait import AzureBatchWaitTrigger
 from airflow_provider_azbatch.watching.core import JobWatcher
 from airflow_provider_azbatch.watching.outages import DEFAULT_MAX_OUTAGE_SECONDS
@@ -180,6 +183,11 @@ class AzureBatchJobOperator(BaseOperator):
     :param result_file: a JSON file every task (without its own ``result_file``) writes in its working
         directory: read back when the job succeeded, into the XCom result's ``results`` by task id (a
         single task's also as ``return_value``), at most ``[azbatch] max_result_bytes`` each.
+
+    Lineage (see docs/howto/lineage.md): an output with ``"asset": Asset(...)`` adds the asset to ``outlets``; each
+    asset among the outlets gets an event of a successful run with the job id, the blobs written and the results as
+    its extra. With the OpenLineage provider, the run's events name its Blob inputs and outputs and its Batch job,
+    and the Batch tasks get the task's OpenLineage parent run (``OPENLINEAGE_CONTEXT``...).
     """
 
     template_fields: Sequence[str] = (
@@ -362,6 +370,12 @@ class AzureBatchJobOperator(BaseOperator):
             "blob": None if blob is not None else _FLAT_NAMES,
         }
         self.job_request().check(rendered=False)
+        # Each output's asset among the outlets: Airflow schedules the DAGs waiting for it from the DAG file.
+        self.outlets = add_outlets(list(self.outlets or []), declared_assets(self.blob.outputs, self.tasks))
+        # How the run ended (and why it failed), for its lineage; the OpenLineage parent run for the Batch tasks.
+        self.lineage_result: RunResult | None = None
+        self.lineage_failure: str | None = None
+        self._lineage_environment: dict[str, str] = {}
 
     # The settings a user may read back from the operator.
     @property
@@ -405,7 +419,7 @@ class AzureBatchJobOperator(BaseOperator):
             workspace=self.workspace,
             job_id=self.job_id,
             display_name=self.display_name,
-            environment=self.environment,
+            environment=self._environment(running),
             metadata=self.metadata,
             max_task_retries=self.max_task_retries,
             max_wall_clock=self.max_wall_clock,
@@ -425,6 +439,12 @@ class AzureBatchJobOperator(BaseOperator):
             option_names=self._option_names,
         )
 
+    def _environment(self, running: bool) -> Any:
+        """The job's environment: the DAG author's, over the OpenLineage parent run's variables when running."""
+        if not running or not self._lineage_environment or not isinstance(self.environment, (Mapping, type(None))):
+            return self.environment
+        return {**self._lineage_environment, **(self.environment or {})}
+
     # -- execution ------------------------------------------------------------------------------------
     def execute(self, context: Context) -> Any:
         return self._submit_and_wait(context, quota_since=None)
@@ -437,6 +457,7 @@ class AzureBatchJobOperator(BaseOperator):
 
     def _submit_and_wait(self, context: Context, quota_since: float | None) -> Any:
         run = self.run
+        self._lineage_environment = parent_environment(context)
         while True:
             try:
                 # Both can meet a quota: creating a shared pool, creating the job.
@@ -454,7 +475,8 @@ class AzureBatchJobOperator(BaseOperator):
             # Killed while submitting: the job may have been created after on_kill looked for it.
             run.end_killed_job(job_id)
             raise AirflowException(f"The task was killed while submitting Batch job {job_id}; the job was terminated")
-        context["ti"].xcom_push(key=LINK_XCOM_KEY, value=link_data(self.hook, job_id))
+        ti = context["ti"]
+        ti.xcom_push(key=LINK_XCOM_KEY, value=link_data(self.hook, job_id, getattr(ti, "try_number", None)))
         watcher = run.watcher(run.watch_state(job_id, submission))
         if not attachment.finished:
             if self.deferrable:
@@ -490,7 +512,13 @@ class AzureBatchJobOperator(BaseOperator):
     def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> Any:
         """Resume after the trigger: flush what it did not print, then report like the sync path."""
         event = event_in_full(event, context, self.task_id)
-        return self._finish(context, self.run.resume(event, self.execution_timeout))
+        watcher = self.run.resume(event, self.execution_timeout)
+        if event is not None and event.get("status") == "fallback":
+            self.run.fall_back(watcher, str(event.get("message")), self.job_request(running=True))
+            # The next trigger may start from the last checkpoint (a restart): it must be this state, moved.
+            context["ti"].xcom_push(key=CHECKPOINT_KEY, value=watcher.state.to_json())
+            self._defer(context, watcher)
+        return self._finish(context, watcher)
 
     def resume_execution(self, next_method: str, next_kwargs: dict[str, Any] | None, context: Context) -> Any:
         """The deferral ended without an event (Airflow's own deferral timeout, a trigger that crashed): the
@@ -516,9 +544,18 @@ class AzureBatchJobOperator(BaseOperator):
         result = self.run.finish(watcher, Expectations.of(self.job_request()))
         if result.deleted:
             # The link now shows the account's jobs instead of a job that is gone.
-            link = {**link_data(self.hook, result.job_id), "deleted": True}
+            ti = context["ti"]
+            link = {**link_data(self.hook, result.job_id, getattr(ti, "try_number", None)), "deleted": True}
             context["ti"].xcom_push(key=LINK_XCOM_KEY, value=link)
+        self.lineage_result = result
+        if result.succeeded:
+            record_events(self, context, result)
         return self.outcome(result)
+
+    def asset_results(self, result: RunResult) -> dict[str, Any] | None:
+        """The tasks' result-file values an asset event carries (by Batch task id)."""
+        results = result.xcom.get("results")
+        return dict(results) if isinstance(results, dict) else None
 
     def outcome(self, result: RunResult) -> Any:
         """The run's result as Airflow's: the XCom value, or the exception that fails the task."""
@@ -532,8 +569,25 @@ class AzureBatchJobOperator(BaseOperator):
         """Fail the task with the failure report: logged as the last line before Airflow's traceback (which
         readers meet first, above 25 lines of Airflow's own frames), and the exception's message (what
         callbacks, e-mails and the UI's failure summary show)."""
+        self.lineage_failure = report
         self.log.error("%s", report)
         raise AirflowException(report)
 
     def on_kill(self) -> None:
         self.run.on_kill()
+
+    # -- OpenLineage (called by the OpenLineage provider alone: nothing of it is imported otherwise) ----------
+    def get_openlineage_facets_on_start(self) -> Any:
+        from airflow_provider_azbatch.lineage.openlineage import facets
+
+        return facets(self, "start")
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        from airflow_provider_azbatch.lineage.openlineage import facets
+
+        return facets(self, "complete")
+
+    def get_openlineage_facets_on_failure(self, task_instance: Any) -> Any:
+        from airflow_provider_azbatch.lineage.openlineage import facets
+
+        return facets(self, "failure")

@@ -5,6 +5,7 @@ from airflow_provider_azbatch.pools.disks import DataDisk
 from airflow_provider_azbatch.pools.errors import PoolStrategyError
 from airflow_provider_azbatch.pools.mounts import BlobMount, CifsMount, FileShareMount, NfsMount
 from airflow_provider_azbatch.pools.network import PoolNetwork
+from airflow_provider_azbatch.pools.spot import SpotFallback
 from airflow_provider_azbatch.pools.start_task import StartTask
 from airflow_provider_azbatch.pools.strategy import BatchPool
 from airflow_provider_azbatch.pools.users import PoolUser
@@ -22,5 +23,6 @@ __all__ = [
     "PoolStrategyError",
     "PoolUser",
     "RunAs",
+    "SpotFallback",
     "StartTask",
 ]

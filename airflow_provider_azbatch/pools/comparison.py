@@ -8,7 +8,8 @@ created with, so a pool that differs in anything that was sent (a subnet, an ima
 - the container images the nodes pre-fetch and the registries they pull from: they depend on which task created
   the pool (a pool without a task's image is only warned about, each node then pulls it);
 - the text of an autoscale formula this provider generated, of any version: what it scales and between which
-  bounds is compared instead.
+  bounds is compared instead (a pool with an older version's formula is brought to this version's; see
+  :mod:`.preparation`).
 
 The message names what differs, field by field, as the service reports the existing pool.
 """
@@ -55,23 +56,52 @@ _FEATURES = {
 }
 
 _GENERATED = re.compile(
+    r"(?:\$tasks = \$tasks > 0 \? max\(\$tasks, (?P<floor>\d+)\) : 0;\s*)?"
     r"\$nodes = ceil\(\$tasks / (?P<slots>\d+)\);\s*"
     r"(?P<target>\$Target\w+) = max\((?P<min>\d+), min\(\$nodes, (?P<max>\d+)\)\);"
 )
 
+Bounds = tuple[Any, ...]
 
-def formula_bounds(formula: Any) -> tuple[str, int, int, int] | None:
-    """(scaled target, task slots per node, min nodes, max nodes) of a formula this provider generated."""
+
+def formula_bounds(formula: Any) -> Bounds | None:
+    """(scaled target, task slots per node, min nodes, max nodes[, multi-node floor]) of a formula this provider
+    generated; the floor only where there is one (0.5.0 on), so the bounds of other pools read as before."""
     match = _GENERATED.search(formula) if isinstance(formula, str) else None
     if match is None:
         return None
-    return match["target"], int(match["slots"]), int(match["min"]), int(match["max"])
+    bounds: Bounds = (match["target"], int(match["slots"]), int(match["min"]), int(match["max"]))
+    return (*bounds, int(match["floor"])) if match["floor"] else bounds
 
 
 def formula_outdated(existing: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
-    """The same bounds, from another version of the provider's formula (the pool keeps its own)."""
+    """The same bounds, from another version of the provider's formula."""
     have, want = existing.get("autoScaleFormula"), wanted.get("autoScaleFormula")
     return bool(wanted.get("enableAutoScale")) and formula_bounds(have) is not None and have != want
+
+
+class Scaling(tuple[Any, ...]):
+    """Bounds of a formula, shown in words where a difference is reported."""
+
+    def __repr__(self) -> str:
+        target, slots, low, high, *floor = self
+        kind = "Spot" if target == "$TargetLowPriorityNodes" else "dedicated"
+        text = f"{low} to {high} {kind} nodes of {slots} task slot{'s' if slots != 1 else ''}"
+        return text + (f", at least {floor[0]} while tasks are pending" if floor else "")
+
+
+def as_older_versions_made_it(wanted: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The pool body versions before 0.5.0 sent for the same settings, where it differs in what is compared: a
+    pool for multi-node tasks had their node count as its minimum (kept for good) instead of a floor while
+    tasks are pending. None where they sent the same."""
+    bounds = formula_bounds(wanted.get("autoScaleFormula"))
+    if bounds is None or len(bounds) < 5:
+        return None
+    target, slots, low, high, floor = bounds
+    older = dict(wanted)
+    minimum = max(low, floor)
+    older["autoScaleFormula"] = f"$nodes = ceil($tasks / {slots});\n{target} = max({minimum}, min($nodes, {high}));"
+    return older
 
 
 def images_not_prefetched(existing: Mapping[str, Any], images: Sequence[str]) -> list[str]:
@@ -208,7 +238,7 @@ def pool_differences(existing: Mapping[str, Any], wanted: Mapping[str, Any]) -> 
         )
         if have_bounds is not None and want_bounds is not None:
             # Formulas of this provider (of any version): what matters is what they scale, and between what.
-            checks.append(("autoscale (target, slots per node, min, max)", have_bounds, want_bounds))
+            checks.append(("autoscale", Scaling(have_bounds), Scaling(want_bounds)))
         else:
             checks.append(("autoScaleFormula", existing.get("autoScaleFormula"), wanted.get("autoScaleFormula")))
     else:

@@ -22,12 +22,26 @@ class PoolProblem(Exception):
     """The job's pool cannot run it; the message says why, in the service's words.
 
     ``certain`` is False for what one look cannot prove (idle nodes while tasks wait may be a passing
-    moment): the watcher fails the job only when the next look sees the same.
+    moment): the watcher fails the job only when the next look sees the same. ``nodes``: the nodes at fault
+    (a failed start task, unusable), whose Batch service logs are worth keeping
+    (:mod:`airflow_provider_azbatch.runs.forensics`). ``allocation``: the pool could not get the nodes it asked
+    for (a pool of Spot nodes with a ``spot_fallback`` falls back to dedicated ones).
     """
 
-    def __init__(self, message: str, *, certain: bool = True) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        certain: bool = True,
+        pool_id: str | None = None,
+        nodes: tuple[str, ...] = (),
+        allocation: bool = False,
+    ) -> None:
         super().__init__(message)
         self.certain = certain
+        self.pool_id = pool_id
+        self.nodes = nodes
+        self.allocation = allocation
 
 
 def _errors(pool: Any) -> str:
@@ -43,12 +57,13 @@ def diagnose(pool: Any, stuck_nodes: list[Any], stderr_tail: list[str], idle_nod
     current = (pool.current_dedicated_nodes or 0) + (pool.current_low_priority_nodes or 0)
     allocation_failed = bool(pool.resize_errors) and enum_value(pool.allocation_state) == "steady"
     if allocation_failed and current - len(stuck_nodes) <= 0:
-        return PoolProblem(f"Pool {pool.id} could not allocate nodes for the job: {_errors(pool)}")
+        return PoolProblem(f"Pool {pool.id} could not allocate nodes for the job: {_errors(pool)}", allocation=True)
     if allocation_failed and current and idle_nodes >= current - len(stuck_nodes):
         return PoolProblem(
             f"Pool {pool.id} got {current} of the nodes it asked for, too few for the waiting tasks "
             f"(its {idle_nodes} usable nodes stay idle): {_errors(pool)}",
             certain=False,
+            allocation=True,
         )
     run = pool.auto_scale_run
     if pool.enable_auto_scale and run is not None and run.error is not None and current == 0:
@@ -74,7 +89,7 @@ def diagnose(pool: Any, stuck_nodes: list[Any], stderr_tail: list[str], idle_nod
         message = f"Pool {pool.id} has no usable node: {reason}"
         if stderr_tail:
             message += ". Last lines of the start task's stderr:\n" + "\n".join(f"    {line}" for line in stderr_tail)
-        return PoolProblem(message)
+        return PoolProblem(message, pool_id=pool.id, nodes=tuple(node.id for node in stuck_nodes))
     return None
 
 

@@ -15,7 +15,13 @@ from airflow_provider_azbatch.compute import UnknownVmSizeError, check_vm_size_f
 from airflow_provider_azbatch.enums import enum_value
 from airflow_provider_azbatch.exceptions import AzureBatchValidationError
 from airflow_provider_azbatch.hooks.storage import storage_account_name
-from airflow_provider_azbatch.pools.comparison import formula_outdated, images_not_prefetched, spec_differences
+from airflow_provider_azbatch.pools.comparison import (
+    SPEC_METADATA_KEY,
+    as_older_versions_made_it,
+    formula_outdated,
+    images_not_prefetched,
+    spec_differences,
+)
 from airflow_provider_azbatch.pools.errors import PoolStrategyError
 from airflow_provider_azbatch.pools.mounts import (
     BlobMount,
@@ -193,18 +199,29 @@ def _check_shared(hook: Any, pool_id: str, body: dict[str, Any], images: list[st
         )
     found = existing.as_dict()
     differences = spec_differences(found, body)
-    if differences:
+    older = as_older_versions_made_it(body)
+    made_by_older_version = bool(differences) and older is not None and not spec_differences(found, older)
+    if differences and not made_by_older_version:
         raise AzureBatchValidationError(
             "batch_pool",
             f"pool {pool_id!r} already exists with a different specification: {'; '.join(differences)}. "
             "Use another pool id, or delete the pool so that it is created again",
         )
-    if formula_outdated(found, body):
-        log.warning(
-            "Shared pool %s scales with another version of this provider's autoscale formula (the same bounds): it "
-            "keeps its own. Delete the pool so that it is created with this version's",
+    if made_by_older_version:
+        log.info(
+            "Shared pool %s was made by a version of this provider before 0.5.0, whose autoscale formula kept the "
+            "nodes of its multi-node tasks allocated with nothing to run: it now scales with this version's formula "
+            "(those nodes only while tasks are pending, down to min_nodes otherwise)",
             pool_id,
         )
+        _update_formula(hook, pool_id, found, body)
+    elif formula_outdated(found, body):
+        log.info(
+            "Shared pool %s scales with another version of this provider's autoscale formula (the same bounds): it "
+            "now scales with this version's",
+            pool_id,
+        )
+        _update_formula(hook, pool_id, found, body)
     missing = images_not_prefetched(found, images)
     if missing:
         log.warning(
@@ -213,6 +230,17 @@ def _check_shared(hook: Any, pool_id: str, body: dict[str, Any], images: list[st
             pool_id,
             ", ".join(missing),
         )
+
+
+def _update_formula(hook: Any, pool_id: str, found: dict[str, Any], body: dict[str, Any]) -> None:
+    """The pool's formula and specification hash as this version makes them (its other metadata kept)."""
+    wanted_hash = next(item["value"] for item in body["metadata"] if item["name"] == SPEC_METADATA_KEY)
+    metadata = [
+        (str(item.get("name")), str(item.get("value")))
+        for item in found.get("metadata") or []
+        if item.get("name") != SPEC_METADATA_KEY
+    ]
+    hook.set_pool_formula(pool_id, body["autoScaleFormula"], [*metadata, (SPEC_METADATA_KEY, wanted_hash)])
 
 
 def _check_existing(hook: Any, strategy: BatchPool, users: set[str], log: Any) -> None:

@@ -8,7 +8,8 @@ Pools this provider creates get their VM size, image, node agent and autoscale f
 requirements (see :mod:`airflow_provider_azbatch.compute`), or from ``vm_size=`` and ``image=``; a
 ``network=``, ``mounts=``, ``users=``, ``data_disks=``, a ``start_task`` (run as an administrator), a task
 scheduling policy (``fill=``, ``job_order=``), ``metadata=`` and, for anything else of the Batch pool model,
-``pool_overrides=``. Every setting is checked when the DAG is parsed.
+``pool_overrides=``. Every setting is checked when the DAG is parsed. A pool of Spot nodes (``low_priority``)
+can fall back to dedicated nodes (``spot_fallback=SpotFallback(...)``, see :mod:`.spot`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from airflow_provider_azbatch.pools.errors import PoolStrategyError
 from airflow_provider_azbatch.pools.mounts import LoginCredentials, Mount, StorageCredentials, check_mounts
 from airflow_provider_azbatch.pools.network import PoolNetwork
 from airflow_provider_azbatch.pools.overrides import AUTO_POOL_OVERRIDES, SHARED_POOL_OVERRIDES
+from airflow_provider_azbatch.pools.spot import SpotFallback, check_spot_overrides
 from airflow_provider_azbatch.pools.start_task import StartTask
 from airflow_provider_azbatch.pools.users import PoolUser
 from airflow_provider_azbatch.submission.identity import RunAs
@@ -127,6 +129,7 @@ class BatchPool:
     fill: str | None = None
     job_order: str | None = None
     pool_overrides: Mapping[str, Any] = field(default_factory=dict)
+    spot_fallback: SpotFallback | None = None
 
     @classmethod
     def existing(cls, pool_id: str, requirements: ResourceRequirements | Mapping[str, Any] | None = None) -> BatchPool:
@@ -155,6 +158,7 @@ class BatchPool:
         job_order: str | None = None,
         metadata: Mapping[str, str] | None = None,
         pool_overrides: Mapping[str, Any] | Any = None,
+        spot_fallback: SpotFallback | None = None,
     ) -> BatchPool:
         """A named pool shared by DAGs: created from ``requirements`` (or ``vm_size``) if missing, reused if it
         matches everything this task would create it with."""
@@ -178,6 +182,7 @@ class BatchPool:
             job_order=job_order,
             metadata=dict(metadata or {}),
             pool_overrides=pool_overrides or {},
+            spot_fallback=spot_fallback,
         )
 
     @classmethod
@@ -202,6 +207,7 @@ class BatchPool:
         job_order: str | None = None,
         metadata: Mapping[str, str] | None = None,
         pool_overrides: Mapping[str, Any] | Any = None,
+        spot_fallback: SpotFallback | None = None,
     ) -> BatchPool:
         """A pool made with the job and deleted when it ends (default: ``max_nodes`` fixed nodes)."""
         return cls(
@@ -224,6 +230,7 @@ class BatchPool:
             job_order=job_order,
             metadata=dict(metadata or {}),
             pool_overrides=pool_overrides or {},
+            spot_fallback=spot_fallback,
         )
 
     def __post_init__(self) -> None:
@@ -276,6 +283,7 @@ class BatchPool:
             raise PoolStrategyError(f"job_order must be 'none' or 'creationtime', got {self.job_order!r}")
         self._check_metadata()
         object.__setattr__(self, "pool_overrides", self.overrides(templates=True))
+        self._check_spot()
 
     def _check_users(self) -> None:
         names: set[str] = set()
@@ -291,6 +299,43 @@ class BatchPool:
                 f"start_task.run_as names the user {run_as.user!r}, which is not one of the pool's users: add "
                 f"PoolUser({run_as.user!r}) to users"
             )
+
+    def _check_spot(self) -> None:
+        assert self.requirements is not None
+        if self.requirements.low_priority:
+            check_spot_overrides(self.pool_overrides)
+        fallback = self.spot_fallback
+        if fallback is None:
+            return
+        if not isinstance(fallback, SpotFallback):
+            raise PoolStrategyError(f"spot_fallback must be a SpotFallback, got {fallback!r}")
+        if not self.requirements.low_priority:
+            raise PoolStrategyError(
+                "spot_fallback is for pools of Spot nodes: add low_priority=True to the requirements, or leave "
+                "spot_fallback out"
+            )
+        if self.kind == "auto" and fallback.dedicated_pool_id is not None:
+            raise PoolStrategyError(
+                "spot_fallback.dedicated_pool_id is for shared pools: a job's own pool is turned to dedicated nodes"
+            )
+        if self.kind == "shared":
+            assert self.pool_id is not None
+            fallback.dedicated_pool_for(self.pool_id)
+
+    def dedicated_twin(self) -> BatchPool:
+        """The pool of dedicated nodes a shared Spot pool's jobs fall back to: made like it, with dedicated nodes,
+        autoscaled from zero (a fallback is for a while: it gives its nodes back once the work is done)."""
+        assert self.spot_fallback is not None
+        assert self.pool_id is not None
+        assert self.requirements is not None
+        return dataclasses.replace(
+            self,
+            pool_id=self.spot_fallback.dedicated_pool_for(self.pool_id),
+            requirements=dataclasses.replace(self.requirements, low_priority=False),
+            autoscale=True,
+            min_nodes=0,
+            spot_fallback=None,
+        )
 
     def _check_metadata(self) -> None:
         if not isinstance(self.metadata, Mapping):
@@ -351,13 +396,13 @@ class BatchPool:
         requirements = self.requirements
         if containers and not requirements.containers:
             requirements = dataclasses.replace(requirements, containers=True)
-        # A multi-node task needs all its nodes at the same time: autoscaling by pending tasks would stop short.
-        min_nodes = max(self.min_nodes, multi_node if multi_node > 1 else 0)
         try:
             spec = pool_spec_from_requirements(
                 requirements,
                 max_nodes=self.max_nodes,
-                min_nodes=min_nodes,
+                min_nodes=self.min_nodes,
+                # A multi-node task needs all its nodes at once: the formula's floor while anything is pending.
+                multi_node=multi_node,
                 autoscale=self.autoscale,
                 # The service runs multi-node tasks only on pools with one task slot per node.
                 task_slots_per_node=1 if multi_node > 1 else self.task_slots_per_node,

@@ -89,6 +89,72 @@ class CostReport:
         return lines
 
 
+@dataclass(frozen=True)
+class IdlePool:
+    """What a pool the run used cost while its nodes ran no task, during the run."""
+
+    pool_id: str
+    vm_size: str | None
+    idle_node_seconds: float
+    paid_node_seconds: float
+    hourly_usd: float | None
+    how: str  # "node time" (a pool made for the job: exact) or "sampled" (see watching/idle_time.py)
+
+    @property
+    def idle_usd(self) -> float | None:
+        return None if self.hourly_usd is None else self.idle_node_seconds / 3600 * self.hourly_usd
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "vm_size": self.vm_size,
+            "idle_node_seconds": round(self.idle_node_seconds, 1),
+            "paid_node_seconds": round(self.paid_node_seconds, 1),
+            "idle_usd": None if self.idle_usd is None else round(self.idle_usd, 6),
+            "how": self.how,
+        }
+
+    def line(self) -> str:
+        price = f", about ${self.idle_usd:.4f} at list prices" if self.idle_usd is not None else ""
+        size = f" ({self.vm_size})" if self.vm_size else ""
+        how = "its node time" if self.how == "node time" else "its nodes sampled as the job ran"
+        return (
+            f"  pool {self.pool_id}{size}: {self.idle_node_seconds / 3600:.3f} of {self.paid_node_seconds / 3600:.3f} "
+            f"paid node-h idle{price} ({how})"
+        )
+
+
+def idle_pool_lines(pools: Iterable[IdlePool]) -> list[str]:
+    """The log's lines on what the run's pools cost idle (none when no pool was seen)."""
+    pools = list(pools)
+    if not pools:
+        return []
+    known = [pool.idle_usd for pool in pools if pool.idle_usd is not None]
+    head = "Idle nodes during the run (paid, running no task)"
+    if known:
+        head += f": ${sum(known):.4f} at list prices"
+    return [head, *(pool.line() for pool in pools)]
+
+
+def sampled_idle_pool(pool_id: str, record: Mapping[str, Any], vm_size: str | None, catalog: VmCatalog) -> IdlePool:
+    """A pool's idle time from the watch's samples (``WatchState.pool_idle``)."""
+    hourly = _hourly(catalog, vm_size) if vm_size else None
+    return IdlePool(
+        pool_id,
+        vm_size,
+        sum(record["idle_seconds"].values()),
+        sum(record["paid_seconds"].values()),
+        hourly,
+        "sampled",
+    )
+
+
+def auto_pool_idle(pool_id: str, report: CostReport) -> IdlePool:
+    """A pool made for the job: its paid node time in which no task ran (the cost report's idle share)."""
+    paid = sum(report.node_seconds.values())
+    busy = report.busy_node_seconds or 0.0
+    return IdlePool(pool_id, report.vm_size, max(0.0, paid - busy), paid, report.hourly_usd, "node time")
+
+
 def node_spans(records: Mapping[str, Mapping[str, Any]], ended: datetime) -> list[NodeSpan]:
     """The paid time of each node the watch saw: until it left the pool, or until the job ended (its pool
     goes with it; Batch stops billing once the node is deallocated, a little later: an estimate)."""

@@ -9,6 +9,7 @@ The operator, the TaskFlow decorator and the sensor are faces over this: they tu
 from __future__ import annotations
 
 import contextlib
+import copy
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -22,8 +23,10 @@ from airflow_provider_azbatch.hooks.batch import AzureBatchHook
 from airflow_provider_azbatch.hooks.errors import describe_error, is_auth_failure
 from airflow_provider_azbatch.pools.health import PoolProblem
 from airflow_provider_azbatch.results.failure_report import BLOCKED_REASONS
+from airflow_provider_azbatch.runs.forensics import KeptLogs, keep_node_logs
 from airflow_provider_azbatch.runs.results import Expectations, RunResult, collect_result
 from airflow_provider_azbatch.runs.settings import RunSettings
+from airflow_provider_azbatch.runs.spot_fallback import fall_back
 from airflow_provider_azbatch.runs.submission import TaskInstanceRef, build_submission
 from airflow_provider_azbatch.submission.job import JobSubmission
 from airflow_provider_azbatch.submission.reattach import Attachment, submit_or_reattach
@@ -34,6 +37,7 @@ from airflow_provider_azbatch.watching.drivers import run_sync
 from airflow_provider_azbatch.watching.factory import configured_watcher
 from airflow_provider_azbatch.watching.outages import OutagePolicy, WaitFailed
 from airflow_provider_azbatch.watching.output_log import log_emitter, show_event_lines
+from airflow_provider_azbatch.watching.preemption import SpotFallbackDue
 from airflow_provider_azbatch.watching.state import WatchState
 
 # How long the wait loop lets on_kill's terminate request finish before it sends its own.
@@ -78,12 +82,15 @@ class JobRun:
         self.log = log
         # The job this try submits or reattached to, known before it is created: a kill terminates it.
         self.job_id: str | None = None
+        # What this try was asked to run (a fallback to dedicated nodes makes their pool from it).
+        self.request: JobRequest | None = None
         self.killed = False
         self._kill_thread: threading.Thread | None = None
 
     # -- submit or reattach ---------------------------------------------------------------------------
     def prepare(self, request: JobRequest, where: TaskInstanceRef | None) -> JobSubmission:
         """Check everything and prepare (pool, storage access, registry, workspaces); nothing is submitted."""
+        self.request = request
         with self._explained_failures():
             return build_submission(self.hook, request, where, self.log)
 
@@ -155,6 +162,7 @@ class JobRun:
             has_preparation=submission.job_preparation is not None,
             waits_for_preparation=bool(submission.job_preparation and submission.job_preparation.wait_for_success),
             has_release=submission.job_release is not None,
+            spot=copy.deepcopy(submission.spot),
         )
 
     def watcher(self, state: WatchState) -> JobWatcher:
@@ -168,8 +176,9 @@ class JobRun:
         try:
             self._poll_until_over(watcher)
         except PoolProblem as problem:
+            kept = self.keep_node_logs(problem.pool_id, problem.nodes)
             self.terminate(job_id, "PoolProblem")
-            raise AirflowException(f"Batch job {job_id} cannot run: {problem}; the job was terminated") from None
+            raise AirflowException(self.cannot_run(job_id, str(problem), kept)) from None
         except AirflowTaskTimeout:
             self._terminate_for_timeout(job_id, execution_timeout)
             raise AirflowTaskTimeout(timed_out(job_id, execution_timeout)) from None
@@ -183,6 +192,9 @@ class JobRun:
                     return
                 policy.succeeded()
                 delay = self.settings.poll_interval
+            except SpotFallbackDue as due:
+                self.fall_back(watcher, str(due))
+                continue
             except (PoolProblem, AirflowTaskTimeout):
                 raise
             except Exception as exc:
@@ -231,13 +243,33 @@ class JobRun:
             self._terminate_for_timeout(job_id, execution_timeout)
             self._flush(watcher)
             raise AirflowException(timed_out(job_id, execution_timeout))
+        if status == "fallback":
+            return watcher  # the caller falls back to dedicated nodes, then watches again
         if status == "error":
             if event.get("pool_problem"):
+                at_fault = event.get("pool_problem_nodes") or {}
+                kept = self.keep_node_logs(at_fault.get("pool_id"), at_fault.get("nodes") or ())
                 self.terminate(job_id, "PoolProblem")
-                raise AirflowException(f"Batch job {job_id} cannot run: {event['message']}; the job was terminated")
+                raise AirflowException(self.cannot_run(job_id, event["message"], kept))
             raise AirflowException(event.get("message") or f"Waiting for Batch job {job_id} failed")
         self._flush(watcher)
         return watcher
+
+    def keep_node_logs(self, pool_id: str | None, nodes: tuple[str, ...] | list[str]) -> list[KeptLogs]:
+        """The Batch service logs of the nodes the run failed on, uploaded before the job (and with it an auto
+        pool) ends; never fails the run (see :mod:`.forensics`)."""
+        if pool_id is None or not nodes:
+            return []
+        try:
+            return keep_node_logs(self.hook, pool_id, list(nodes), self.log)
+        except Exception as exc:
+            self.log.warning("The Batch service logs of the pool's nodes were not kept: %s", describe_error(exc))
+            return []
+
+    @staticmethod
+    def cannot_run(job_id: str, problem: str, kept: list[KeptLogs]) -> str:
+        message = f"Batch job {job_id} cannot run: {problem}; the job was terminated"
+        return "\n".join([message, *(item.describe() for item in kept)])
 
     def _flush(self, watcher: JobWatcher) -> None:
         """Print output the trigger had not printed yet (finished streams are skipped by their cursors)."""
@@ -250,6 +282,22 @@ class JobRun:
             return  # the job is over anyway; the report says what happened
         except Exception as exc:
             self.log.warning("Could not show the rest of the output: %s", describe_error(exc))
+
+    def fall_back(self, watcher: JobWatcher, reason: str, request: JobRequest | None = None) -> None:
+        """Move the job to dedicated nodes (see :mod:`.spot_fallback`); one that cannot is terminated, so that it
+        does not go on unwatched on Spot nodes or disabled."""
+        request = request or self.request
+        job_id = watcher.state.job_id
+        if request is None:
+            raise AirflowException(f"Batch job {job_id} cannot fall back to dedicated nodes: the request is not known")
+        try:
+            fall_back(self.hook, request, watcher.state, reason, self.log)
+        except Exception as exc:
+            self.terminate(job_id, "SpotFallbackFailed")
+            raise AirflowException(
+                f"Batch job {job_id} could not fall back to dedicated nodes ({describe_error(exc)}); the job was "
+                "terminated"
+            ) from exc
 
     # -- the end --------------------------------------------------------------------------------------
     def finish(self, watcher: JobWatcher, expectations: Expectations | None = None) -> RunResult:

@@ -13,16 +13,29 @@ from airflow_provider_azbatch import config
 from airflow_provider_azbatch.compute import load_catalog
 from airflow_provider_azbatch.enums import enum_value
 from airflow_provider_azbatch.hooks.errors import describe_error
-from airflow_provider_azbatch.results.cost import CostReport, auto_pool_cost, node_spans, shared_pool_cost
+from airflow_provider_azbatch.results.cost import (
+    CostReport,
+    IdlePool,
+    auto_pool_cost,
+    auto_pool_idle,
+    idle_pool_lines,
+    node_spans,
+    sampled_idle_pool,
+    shared_pool_cost,
+)
 from airflow_provider_azbatch.results.failure_report import failure_report, side_task_failures
 from airflow_provider_azbatch.results.outcomes import JobOutcomes
+from airflow_provider_azbatch.results.preemptions import PreemptionReport
 from airflow_provider_azbatch.results.summary import summary_lines
 from airflow_provider_azbatch.results.task_results import ResultFileError, read_results
 from airflow_provider_azbatch.submission.request import JobRequest
+from airflow_provider_azbatch.watching import idle_time
 from airflow_provider_azbatch.watching.core import JobWatcher
 from airflow_provider_azbatch.watching.drivers import run_sync
+from airflow_provider_azbatch.watching.preemption import requeues
 from airflow_provider_azbatch.watching.state import TERMINAL_JOB_STATES, WatchState
 from airflow_provider_azbatch.workspace.spec import METADATA_KEY as WORKSPACE_METADATA_KEY
+from airflow_provider_azbatch.workspace.spec import STAGED_METADATA_KEY
 
 # Failed tasks named in the reason of a skip.
 NAMED_SKIPPED = 5
@@ -81,6 +94,11 @@ class RunResult:
     log_location: dict[str, str] | None = None
     # on_finish_action deleted the job.
     deleted: bool = False
+    # Nodes that ran the job's tasks (of the first tasks listed), when the job started, and the blobs staged for
+    # its tasks ((container, blob name): workspaces, a TaskFlow function's call): what lineage reports.
+    nodes: int = 0
+    started_at: datetime | None = None
+    staged_blobs: tuple[tuple[str, str], ...] = ()
 
     @property
     def succeeded(self) -> bool:
@@ -93,6 +111,15 @@ def workspaces_of(job: Any) -> list[str]:
         (item.value for item in (getattr(job, "metadata", None) or []) if item.name == WORKSPACE_METADATA_KEY), ""
     )
     return [sha for sha in value.split(",") if sha]
+
+
+def staged_blobs_of(job: Any) -> tuple[tuple[str, str], ...]:
+    """The (container, blob name) of each file staged for the job's tasks (recorded on the job at submission)."""
+    value = next(
+        (item.value for item in (getattr(job, "metadata", None) or []) if item.name == STAGED_METADATA_KEY), ""
+    )
+    pairs = (entry.partition("/") for entry in value.split(",") if "/" in entry)
+    return tuple((container, name) for container, _, name in pairs)
 
 
 def skip_reason(
@@ -142,6 +169,12 @@ def collect_result(
     cost = estimate_cost(hook, watcher, job, outcomes, log)
     for line in cost.lines() if cost is not None else []:
         log.info("%s", line)
+    spot = spot_report(state, cost)
+    for line in spot.lines(job_id) if spot is not None else []:
+        log.info("%s", line)
+    idle_pools = idle_pools_of(hook, watcher, cost, log)
+    for line in idle_pool_lines(idle_pools):
+        log.info("%s", line)
     if state.has_preparation:
         _warn_of_side_task_failures(hook, state, failure_tail_lines, log)
     expectations = expectations or Expectations()
@@ -173,9 +206,12 @@ def collect_result(
         "tasks_truncated": outcomes.total > len(outcomes.listed),
         "workspaces": workspaces_of(job),
         "cost": cost.to_json() if cost is not None else None,
+        "preemptions": spot.to_json() if spot is not None else None,
+        "idle_pools": {pool.pool_id: pool.to_json() for pool in idle_pools},
     }
     if failure is None and skipped is None:
         failure = _add_results(hook, state, expectations, xcom)
+    execution = getattr(job, "execution_info", None) if job is not None else None
     return RunResult(
         job_id,
         xcom,
@@ -184,6 +220,9 @@ def collect_result(
         total=outcomes.total,
         failed=len(outcomes.failed),
         log_location=state.log_location,
+        nodes=len({outcome.node_id for outcome in outcomes.listed if outcome.node_id}),
+        started_at=getattr(execution, "start_time", None),
+        staged_blobs=staged_blobs_of(job),
     )
 
 
@@ -222,6 +261,40 @@ def _warn_of_side_task_failures(hook: Any, state: WatchState, tail_lines: int, l
                 log.warning("%s", line)
     except Exception as exc:  # a report of side tasks must never fail the task
         log.warning("Could not read the job preparation and release task status: %s", describe_error(exc))
+
+
+def idle_pools_of(hook: Any, watcher: JobWatcher, cost: CostReport | None, log: Any) -> list[IdlePool]:
+    """What the pools the run used cost idle during it: a pool made for the job from its cost report, the others
+    from the watch's samples and one more now."""
+    state = watcher.state
+    out: list[IdlePool] = []
+    try:
+        catalog = load_catalog()
+        if state.auto_pool_vm_size is not None and state.pool_id is not None and cost is not None:
+            out.append(auto_pool_idle(state.pool_id, cost))
+        for pool_id in state.pool_idle:
+            if state.auto_pool_vm_size is not None and pool_id == state.pool_id:
+                continue
+            idle_time.sample(state, pool_id, hook.list_pool_nodes(pool_id), time.time())
+            pool = hook.get_pool(pool_id, select=["id", "vmSize"])
+            vm_size = pool.vm_size if pool is not None else None
+            out.append(sampled_idle_pool(pool_id, state.pool_idle[pool_id], vm_size, catalog))
+    except Exception as exc:  # a report must never fail the task
+        log.warning("No idle time of the pools of Batch job %s: %s", state.job_id, describe_error(exc))
+    return out
+
+
+def spot_report(state: WatchState, cost: CostReport | None) -> PreemptionReport | None:
+    """Requeues and preemptions of a job whose pool may have Spot nodes (None for others)."""
+    if state.spot is None:
+        return None
+    share = 1.0 / cost.slots_per_node if cost is not None and cost.basis == "task time per slot" else 1.0
+    return PreemptionReport(
+        requeues(state),
+        node_share=share,
+        hourly_usd=cost.hourly_usd if cost is not None else None,
+        fell_back=state.spot.get("fell_back"),
+    )
 
 
 def estimate_cost(hook: Any, watcher: JobWatcher, job: Any, outcomes: JobOutcomes, log: Any) -> CostReport | None:

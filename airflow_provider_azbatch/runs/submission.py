@@ -3,6 +3,7 @@ anything is submitted (registry credentials, storage access, workspaces staged, 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -11,11 +12,16 @@ from typing import Any
 from airflow_provider_azbatch import config
 from airflow_provider_azbatch.hooks.storage import LogLocation
 from airflow_provider_azbatch.pools.preparation import prepare_pool
+from airflow_provider_azbatch.pools.strategy import BatchPool
+from airflow_provider_azbatch.submission.containers import RegistryCredentials
 from airflow_provider_azbatch.submission.job import JobSubmission
 from airflow_provider_azbatch.submission.job_ids import default_job_id, task_instance_metadata
 from airflow_provider_azbatch.submission.prepare import registry_credentials, task_extras
-from airflow_provider_azbatch.submission.request import JobRequest
+from airflow_provider_azbatch.submission.request import CheckedRequest, JobRequest
+from airflow_provider_azbatch.submission.tasks import TaskSpec
+from airflow_provider_azbatch.watching.preemption import spot_watch
 from airflow_provider_azbatch.workspace.spec import METADATA_KEY as WORKSPACE_METADATA_KEY
+from airflow_provider_azbatch.workspace.spec import STAGED_METADATA_KEY
 from airflow_provider_azbatch.workspace.staged_files import stage_files
 from airflow_provider_azbatch.workspace.staging import stage_workspaces
 
@@ -77,17 +83,15 @@ def build_submission(hook: Any, request: JobRequest, where: TaskInstanceRef | No
     extras.workspaces, packed = stage_workspaces(
         hook, [*specs, *side_tasks], checked.workspace, base_dir, sas_lifetime, log
     )
-    pool_id, auto_pool = prepare_pool(
-        hook,
-        request.pool,
-        specs,
-        job_image=request.containers.image,
-        registry=registry,
-        log=log,
-        run_as=[checked.run_as, *(spec.run_as for spec in specs), *(side.run_as for side in side_tasks)],
-    )
+    pool_id, auto_pool = prepare_request_pool(hook, request, checked, registry, log)
     if packed:
         metadata[WORKSPACE_METADATA_KEY] = ",".join(workspace.sha256 for workspace in packed)
+    staged = [(item.container, item.blob) for item in extras.files]
+    staged += [(item.container, item.blob) for item in extras.workspaces.values()]
+    if staged:
+        # What the tasks read besides their inputs, kept with the job for lineage (in the order staged, once each).
+        blobs = dict.fromkeys(f"{container}/{blob}" for container, blob in staged if container)
+        metadata[STAGED_METADATA_KEY] = ",".join(blobs)
     log_location = LogLocation(extras.log_container, request.blob.logs_prefix) if extras.log_container else None
     if log_location is not None:
         # Kept with the job, so that anyone watching it later (the sensor, the CLI) finds its uploaded logs.
@@ -117,4 +121,50 @@ def build_submission(hook: Any, request: JobRequest, where: TaskInstanceRef | No
         job_preparation=checked.job_preparation,
         job_release=checked.job_release,
         default_result_file=request.result_file,
+        spot=spot_watch_of(hook, request.pool, pool_id, specs),
     )
+
+
+def prepare_request_pool(
+    hook: Any,
+    request: JobRequest,
+    checked: CheckedRequest,
+    registry: RegistryCredentials | None,
+    log: Any,
+    strategy: BatchPool | None = None,
+) -> tuple[str | None, dict[str, Any] | None]:
+    """The request's pool (or ``strategy``, another for the same tasks) ready: see ``prepare_pool``."""
+    side_tasks = [side for side in (checked.job_preparation, checked.job_release) if side is not None]
+    return prepare_pool(
+        hook,
+        strategy or request.pool,
+        checked.specs,
+        job_image=request.containers.image,
+        registry=registry,
+        log=log,
+        run_as=[checked.run_as, *(spec.run_as for spec in checked.specs), *(side.run_as for side in side_tasks)],
+    )
+
+
+# An autoscale formula that may ask for Spot nodes: it assigns their target something else than 0.
+_SPOT_FORMULA = re.compile(r"\$TargetLowPriority(?:Nodes)?\s*=(?!\s*0\s*;)")
+
+
+def spot_watch_of(hook: Any, strategy: BatchPool, pool_id: str | None, specs: list[TaskSpec]) -> dict[str, Any] | None:
+    """What the watch keeps of a job whose pool may have Spot nodes (its tasks' requeues), or None."""
+    task_nodes = {spec.id: spec.num_nodes for spec in specs if spec.num_nodes > 1}
+    if strategy.kind != "existing":
+        if strategy.requirements is None or not strategy.requirements.low_priority:
+            return None
+        fallback = strategy.spot_fallback.to_watch() if strategy.spot_fallback is not None else None
+        return spot_watch(fallback, task_nodes, strategy.kind)
+    pool = hook.get_pool(pool_id, select=SPOT_SELECT) if pool_id else None
+    if pool is None:
+        return None
+    spot = bool(pool.target_low_priority_nodes or pool.current_low_priority_nodes) or bool(
+        pool.enable_auto_scale and _SPOT_FORMULA.search(pool.auto_scale_formula or "")
+    )
+    return spot_watch(None, task_nodes, "existing") if spot else None
+
+
+SPOT_SELECT = ["id", "targetLowPriorityNodes", "currentLowPriorityNodes", "enableAutoScale", "autoScaleFormula"]

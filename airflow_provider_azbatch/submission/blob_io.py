@@ -3,7 +3,8 @@
 Inputs: ``{"container": "data", "prefix": "train/", "path": "data"}`` downloads every blob under the
 prefix into ``wd/data/``; ``{"url": "https://...", "path": "model.bin"}`` downloads one URL.
 Outputs: ``{"pattern": "out/**/*.csv", "container": "results", "path": "run-1", "upload": "success"}``
-uploads matching files (relative to the task's working directory) under ``results/run-1/``.
+uploads matching files (relative to the task's working directory) under ``results/run-1/``; with ``"asset":
+Asset("...")`` (or an asset's name) a successful run also records an asset event of what it wrote there.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ UPLOAD_CONDITIONS = {
     "completion": batch_models.OutputFileUploadCondition.TASK_COMPLETION,
 }
 _INPUT_FIELDS = ("container", "prefix", "url", "path", "file_mode")
-_OUTPUT_FIELDS = ("pattern", "container", "path", "upload")
+_OUTPUT_FIELDS = ("pattern", "container", "path", "upload", "asset")
 
 
 def _known_fields(value: Any, where: str, known: tuple[str, ...], shape: str) -> Mapping[str, Any]:
@@ -75,12 +76,32 @@ class InputSpec:
         )
 
 
+def check_asset(value: Any, where: str) -> Any:
+    """An output's ``asset``: an Airflow ``Asset``, or the name of one (not templated: Airflow needs it when the DAG
+    is parsed, to schedule the DAGs that wait for it)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        if not value.strip() or "{{" in value or "{%" in value:
+            raise check.fail(
+                where,
+                f"must be an Asset or an asset's name, not templated ({value!r}): Airflow reads it when the DAG is "
+                "parsed, to schedule the DAGs that wait for it",
+            )
+        return value
+    if not (hasattr(value, "uri") and hasattr(value, "name") and hasattr(value, "extra")):
+        raise check.fail(where, f"must be an Asset or an asset's name, got {type(value).__name__} {value!r}")
+    return value
+
+
 @dataclass(frozen=True)
 class OutputSpec:
     pattern: str
     container: str | None = None
     path: str | None = None
     upload: str = "success"
+    # An Airflow Asset (or an asset's name) whose event a successful run records, with what it wrote here.
+    asset: Any = None
 
     @classmethod
     def parse(cls, value: Any, where: str) -> OutputSpec:
@@ -97,6 +118,7 @@ class OutputSpec:
             container=check.container_name(fields.get("container"), f"{where}.container"),
             path=check.relative_path(fields.get("path"), f"{where}.path"),
             upload=upload,
+            asset=check_asset(fields.get("asset"), f"{where}.asset"),
         )
 
     def to_sdk(self, container_url: str | None, identity_reference: str | None = None) -> batch_models.OutputFile:

@@ -151,6 +151,8 @@ class JobSubmission:
     job_preparation: JobSideTask | None = None
     job_release: JobSideTask | None = None
     default_result_file: str | None = None
+    # The job's pool may have Spot nodes: what its watch starts from (watching.preemption.spot_watch), or None.
+    spot: dict[str, Any] | None = None
 
     def result_file_of(self, task: TaskSpec) -> str | None:
         return task.result_file if task.result_file is not None else self.default_result_file

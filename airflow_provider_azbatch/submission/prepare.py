@@ -56,6 +56,28 @@ def blob_plan(
     return reads, sorted(name for name in writes if name), location
 
 
+def blob_paths(
+    specs: Sequence[TaskSpec | JobSideTask],
+    blob: BlobOptions,
+    inputs: tuple[InputSpec, ...],
+    outputs: tuple[OutputSpec, ...],
+    location: LogLocation | None,
+) -> tuple[dict[str, list[str | None]], dict[str, list[str | None]]]:
+    """(what the tasks read, where they write) by container: the paths of inputs and outputs (for lineage)."""
+    reads: dict[str, list[str | None]] = {}
+    writes: dict[str, list[str | None]] = {}
+    for item in [*inputs, *(item for spec in specs for item in spec.inputs)]:
+        if item.container and item.prefix not in reads.setdefault(item.container, []):
+            reads[item.container].append(item.prefix)
+    for output in [*outputs, *(output for spec in specs for output in spec.outputs)]:
+        container = output.container or blob.output_container or ""
+        if output.path not in writes.setdefault(container, []):
+            writes[container].append(output.path)
+    if location is not None:
+        writes.setdefault(location.container, []).append(location.prefix)
+    return reads, writes
+
+
 def task_extras(
     hook: Any,
     specs: Sequence[TaskSpec | JobSideTask],
@@ -71,11 +93,12 @@ def task_extras(
     write_urls: dict[str, str] = {}
     if reads or writes:
         storage = hook.blob_storage("Blob inputs and outputs")
-        read_urls = {name: storage.read_url(name, sas_lifetime) for name in reads}
+        read_paths, write_paths = blob_paths(specs, blob, inputs, outputs, location)
+        read_urls = {name: storage.read_url(name, sas_lifetime, read_paths[name]) for name in reads}
         for name in writes:
             storage.ensure_container(name)
             if not blob.output_identity:
-                write_urls[name] = storage.write_url(name, sas_lifetime)
+                write_urls[name] = storage.write_url(name, sas_lifetime, write_paths[name])
     return TaskExtras(
         image=containers.image,
         registry=registry,

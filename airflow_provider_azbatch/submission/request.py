@@ -25,7 +25,7 @@ from airflow_provider_azbatch.submission.options import BlobOptions, ContainerOp
 from airflow_provider_azbatch.submission.overrides import JOB_OVERRIDES, TASK_OVERRIDES, find_keys
 from airflow_provider_azbatch.submission.tasks import TaskSpec, parse_tasks
 from airflow_provider_azbatch.workspace.spec import METADATA_KEY as WORKSPACE_METADATA_KEY
-from airflow_provider_azbatch.workspace.spec import Workspace
+from airflow_provider_azbatch.workspace.spec import STAGED_METADATA_KEY, Workspace
 from airflow_provider_azbatch.workspace.staged_files import FileForTasks
 
 # Batch job priorities run from -1000 (lowest) to 1000; the service's default is 0.
@@ -33,7 +33,7 @@ MIN_PRIORITY, MAX_PRIORITY = -1000, 1000
 # Result files read back into XCom, at most (the XCom result lists this many tasks).
 MAX_RESULT_FILES = 1000
 # Job metadata the provider writes itself.
-RESERVED_METADATA = (LogLocation.METADATA_KEY, WORKSPACE_METADATA_KEY, *TASK_INSTANCE_KEYS)
+RESERVED_METADATA = (LogLocation.METADATA_KEY, WORKSPACE_METADATA_KEY, STAGED_METADATA_KEY, *TASK_INSTANCE_KEYS)
 
 
 def holds_template(value: Any) -> bool:

@@ -30,9 +30,10 @@ With several triggerers, Airflow hands the triggers of one whose heartbeat lapse
 ``[triggerer] triggerer_health_check_threshold`` to another, even when it is still alive (stalled, paused,
 cut off from the database), and cancels them there once it looks at the database again. Two things follow:
 
-- Airflow 3.3 calls ``on_kill`` for such a cancellation as for a user's, so ``on_kill`` terminates the job
-  only when the task instance is no longer deferred (a user marked or cleared it), never when the task is
-  still deferred on a trigger that moved.
+- Airflow 3.3 calls ``on_kill`` for such a cancellation as for a user's, and 3.0-3.2 cancel the trigger alike
+  for a kill, a move, a shutdown: the trigger terminates the job only when its task instance is no longer
+  deferred in its own try (a user marked or cleared it), never when the task is still deferred on a trigger
+  that moved (:mod:`.kill` decides, for ``on_kill`` and for a cancellation before 3.3).
 - A trigger that comes back from a stall as long as half that threshold waits ``STALL_SETTLE_SECONDS`` (for
   Airflow to cancel it, if it was handed over) and reads the checkpoint before its next poll. If another
   trigger wrote one that shows every stream further, the job was handed over: the trigger stands by, polling
@@ -67,17 +68,28 @@ else:  # aiohttp's own dependency before Python 3.11
     from async_timeout import timeout_at  # type: ignore[import-not-found, unused-ignore]
 
 from airflow_provider_azbatch import config
-from airflow_provider_azbatch.compat import aget_xcom, aset_xcom, redact, triggers_run_inline
+from airflow_provider_azbatch.compat import (
+    TRIGGER_ON_KILL,
+    aget_xcom,
+    aget_xcom_to_reply,
+    aset_xcom,
+    atask_state,
+    redact,
+    trigger_timed_out,
+    triggers_run_inline,
+)
 from airflow_provider_azbatch.hooks.batch_async import AzureBatchAsyncHook
 from airflow_provider_azbatch.hooks.errors import describe_error
+from airflow_provider_azbatch.links.job import LINK_XCOM_KEY
 from airflow_provider_azbatch.pools.health import PoolProblem
-from airflow_provider_azbatch.triggers import account_view
+from airflow_provider_azbatch.triggers import account_view, kill
 from airflow_provider_azbatch.triggers.output_reads import Reader
 from airflow_provider_azbatch.watching.budget import TokenBucket
 from airflow_provider_azbatch.watching.core import Emit, JobWatcher
 from airflow_provider_azbatch.watching.drivers import run_async
 from airflow_provider_azbatch.watching.outages import DEFAULT_MAX_OUTAGE_SECONDS, OutagePolicy, WaitFailed
 from airflow_provider_azbatch.watching.output_log import log_emitter
+from airflow_provider_azbatch.watching.preemption import SpotFallbackDue
 from airflow_provider_azbatch.watching.state import TERMINAL_JOB_STATES, WatchState
 
 CHECKPOINT_KEY = "azbatch_watch_state"
@@ -101,10 +113,15 @@ EVENT_LINES_CHARS = 64 * 1024
 # Where a trigger leaves the watch's final state and its last lines for the task (XCom of the task instance):
 # not in the event, which the triggerer logs in full (into the task's log: each line would show twice).
 RESULT_KEY = "azbatch_watch_result"
+# How long a cancelled trigger waits (before Airflow 3.3) for its check whether the task was killed; past it (or
+# cancelled again) the check goes on in the background.
+KILL_CHECK_SECONDS = 20.0
 
 
 _look_budgets: dict[int, TokenBucket] = {}
-# on_kill's work in flight (see AzureBatchJobTrigger.on_kill).
+# Event loops (triggerer processes) whose triggers have asked about a task instance once (see _warm_up_task_questions).
+_warmed_up: set[int] = set()
+# Checks whether a cancelled trigger's task was killed, in flight (see AzureBatchJobTrigger._end_job_if_killed).
 _killing: set[asyncio.Future[None]] = set()
 
 
@@ -336,11 +353,13 @@ class AzureBatchJobTrigger(BaseTrigger):
             not_before,
             max_age=self.poll_interval + stall,
         )
-        start = await self._starting_state(not_before)
-        watcher = self._watcher(WatchState.from_json(start))
-        checkpoints.offer(watcher.state.to_json(), written=True)
+        self._warm_up_task_questions()
         hook = AzureBatchAsyncHook(self.azbatch_conn_id)
         try:
+            # Reading the checkpoint may take seconds on a fresh triggerer: a kill meanwhile is a kill too.
+            start = await self._starting_state(not_before)
+            watcher = self._watcher(WatchState.from_json(start))
+            checkpoints.offer(watcher.state.to_json(), written=True)
             async with hook.connected():
                 try:
                     # One timer for the whole watch: it ends a sleep at the deadline and cancels a poll in
@@ -354,10 +373,15 @@ class AzureBatchJobTrigger(BaseTrigger):
             event = await self._small(event)
             await self._hold_for_the_scheduler()
         except asyncio.CancelledError:
-            # Triggerer shutdown or redistribution (or the task was killed): keep what was shown. The lines of a
+            # Triggerer shutdown or redistribution, or the task was killed: keep what was shown. The lines of a
             # poll cut short are not: the last offered state, which the final checkpoint writes, has not them.
             self._drop_poll_lines()
+            killed = self._after_cancellation()
             await checkpoints.close(final=True)
+            if killed is not None:
+                # Cancelled again (about every second while it runs), this goes on in the background.
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(killed), KILL_CHECK_SECONDS)
             raise
         await checkpoints.close(final=False)
         yield event
@@ -429,9 +453,12 @@ class AzureBatchJobTrigger(BaseTrigger):
                     else:  # only output: the view watches the job's state meanwhile
                         done = await run_async(watcher.read(time.time(), grants), hook, limit)
                     overran = time.time() - started  # a stall can come during a poll
+                except SpotFallbackDue as due:
+                    lines.show()
+                    return self._fallback(state, str(due))
                 except PoolProblem as problem:
                     lines.show()
-                    return self._error(state, str(problem), permanent=True, pool_problem=True)
+                    return self._error(state, str(problem), permanent=True, pool_problem=problem)
                 except Exception as exc:
                     lines.show()  # what the poll read before its error is in the state
                     try:
@@ -590,7 +617,14 @@ class AzureBatchJobTrigger(BaseTrigger):
             payload["lines"] = [[task_id, redact(line)] for task_id, line in lines]
         return TriggerEvent(payload)
 
-    def _error(self, state: WatchState, message: str, *, permanent: bool, pool_problem: bool = False) -> TriggerEvent:
+    def _fallback(self, state: WatchState, reason: str) -> TriggerEvent:
+        """The job should move to dedicated nodes: the task does it on a worker, then defers again."""
+        payload = {"status": "fallback", "job_id": self.job_id, "message": reason, "watch_state": state.to_json()}
+        return TriggerEvent(payload)
+
+    def _error(
+        self, state: WatchState, message: str, *, permanent: bool, pool_problem: PoolProblem | None = None
+    ) -> TriggerEvent:
         payload: dict[str, Any] = {
             "status": "error",
             "job_id": self.job_id,
@@ -598,29 +632,68 @@ class AzureBatchJobTrigger(BaseTrigger):
             "permanent": permanent,
             "watch_state": state.to_json(),
         }
-        if pool_problem:
+        if pool_problem is not None:
             payload["pool_problem"] = True
+            # The nodes at fault: the task uploads their Batch service logs before it ends the job.
+            payload["pool_problem_nodes"] = {"pool_id": pool_problem.pool_id, "nodes": list(pool_problem.nodes)}
         return TriggerEvent(payload)
 
-    async def on_kill(self) -> None:
-        """A user marked the deferred task failed/success or cleared it: stop the job we submitted.
+    def _warm_up_task_questions(self) -> None:
+        """Ask the triggerer about this trigger's task instance once per triggerer process, in the background.
 
-        Airflow 3.3 also calls this when the trigger was handed to another triggerer (this one's heartbeat
-        lapsed): the task is still deferred then, and the job goes on under the other trigger.
-
-        The triggerer repeats its cancellation about every second until the trigger is over, which would
-        cancel this too: the work is shielded, and finishes even when this returns early.
+        A triggerer answers its first such question slowly (it builds its execution API then: 5-8 s, 30 s on a
+        busy 2-core machine), and a killed task's trigger asks one (see :mod:`.kill`): asked at the first trigger's
+        start, that cost is not paid at the first kill.
         """
-        if not self.terminate_on_kill:
+        if not self.terminate_on_kill or self._ti_coordinates() is None or triggers_run_inline():
             return
-        work = asyncio.ensure_future(self._terminate_unless_moved())
+        loop_id = id(asyncio.get_running_loop())
+        if loop_id in _warmed_up:
+            return
+        _warmed_up.add(loop_id)
+        work = asyncio.ensure_future(self._warm_up())
+        _killing.add(work)
+        work.add_done_callback(_killing.discard)
+
+    async def _warm_up(self) -> None:
+        try:
+            await self._task_state()
+        except Exception as exc:
+            self.log.debug("The triggerer did not answer about the task instance (%s)", describe_error(exc))
+
+    def _after_cancellation(self) -> asyncio.Future[None] | None:
+        """Before Airflow 3.3 (no ``on_kill``): a cancelled trigger finds out whether its task was killed, and
+        terminates the job if so (see :mod:`.kill`); the work runs on its own, started here."""
+        if not self.terminate_on_kill or TRIGGER_ON_KILL or triggers_run_inline():
+            return None
+        return self._start_kill_check()
+
+    async def on_kill(self) -> None:
+        """Airflow 3.3+: a user marked the deferred task failed/success or cleared it; stop the job we submitted.
+
+        3.3 also calls this when the trigger was handed to another triggerer (this one's heartbeat lapsed): the
+        task is still deferred then, and the job goes on under the other trigger (see :mod:`.kill`).
+        """
+        if self.terminate_on_kill:
+            await self._end_job_if_killed()
+
+    async def _end_job_if_killed(self) -> None:
+        """Terminate the job if the task was killed (see :mod:`.kill`), however often this is cancelled meanwhile.
+
+        The triggerer repeats its cancellation about every second until the trigger is over, which would cancel
+        this too: the work is shielded, and finishes even when this returns early.
+        """
+        await asyncio.shield(self._start_kill_check())
+
+    def _start_kill_check(self) -> asyncio.Future[None]:
+        work = asyncio.ensure_future(self._terminate_if_killed())
         _killing.add(work)  # the loop keeps only weak references to tasks
         work.add_done_callback(_killing.discard)
-        await asyncio.shield(work)
+        return work
 
-    async def _terminate_unless_moved(self) -> None:
+    async def _terminate_if_killed(self) -> None:
         try:
-            task_state = await self._task_state()
+            verdict = kill.decide(self.job_id, self._try_number(), await self._kill_facts())
         except Exception as exc:
             # Rather leave a job running than kill one that another trigger watches.
             self.log.warning(
@@ -630,11 +703,8 @@ class AzureBatchJobTrigger(BaseTrigger):
                 describe_error(exc),
             )
             return
-        if task_state == "deferred":
-            self.log.info(
-                "Batch job %s goes on: the task is still deferred, its trigger runs on another triggerer now",
-                self.job_id,
-            )
+        if not verdict.terminate:
+            self.log.info("%s", verdict.why)
             return
         hook = AzureBatchAsyncHook(self.azbatch_conn_id)
         try:
@@ -648,7 +718,21 @@ class AzureBatchJobTrigger(BaseTrigger):
         except Exception as exc:
             self.log.warning("Could not terminate Batch job %s: %s", self.job_id, describe_error(exc))
             return
-        self.log.info("Terminated Batch job %s (the Airflow task was killed)", self.job_id)
+        self.log.info("Terminated Batch job %s (the Airflow task was killed: %s)", self.job_id, verdict.why)
+
+    def _try_number(self) -> int | None:
+        ti = self.task_instance
+        value = getattr(ti, "try_number", None) if ti is not None else None
+        return value if isinstance(value, int) else None
+
+    async def _kill_facts(self) -> kill.KillFacts:
+        """What became of the task instance (read in this order: a newer try records its job before it defers)."""
+        if trigger_timed_out(self):
+            return kill.KillFacts(task_state="unknown", timed_out=True)
+        task_state = await self._task_state()
+        if task_state is None:  # no task instance: a trigger run on its own, whose caller cancelled it
+            return kill.KillFacts(task_state="none")
+        return kill.KillFacts(task_state=task_state, claim=await self._job_claim())
 
     # -- checkpoints (best effort: a triggerer without XCom access starts from the kwargs) ---------------
     def _ti_coordinates(self) -> dict[str, Any] | None:
@@ -663,19 +747,20 @@ class AzureBatchJobTrigger(BaseTrigger):
         where = self._ti_coordinates()
         if where is None:
             return None
-        from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
+        return await atask_state(**where)
 
-        # The request goes through the triggerer's event loop: made from a thread, it does not block it.
-        states = await asyncio.to_thread(
-            RuntimeTaskInstance.get_task_states,
-            dag_id=where["dag_id"],
-            task_ids=[where["task_id"]],
-            run_ids=[where["run_id"]],
-            map_index=where["map_index"],
-        )
-        key = where["task_id"] if where["map_index"] < 0 else f"{where['task_id']}_{where['map_index']}"
-        value = states[where["run_id"]][key]
-        return "none" if value is None else str(value)  # no state: the task was cleared
+    async def _job_claim(self) -> dict[str, Any] | None:
+        """What the try that last submitted or reattached to a job for the task instance recorded (XCom
+        ``azbatch_job``: its job and try number); None when there is none, or it cannot be read."""
+        where = self._ti_coordinates()
+        if where is None:
+            return None
+        try:
+            claim = await aget_xcom_to_reply(LINK_XCOM_KEY, **where)
+        except Exception as exc:
+            self.log.debug("The task instance's job record was not read (%s): its state decides alone", exc)
+            return None
+        return claim if isinstance(claim, dict) else None
 
     async def _read_checkpoint(self) -> dict[str, Any] | None:
         where = self._ti_coordinates()

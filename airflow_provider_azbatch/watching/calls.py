@@ -19,6 +19,7 @@ READ_METHODS = (
     "get_task_counts",
     "get_job_status",
     "list_task_states",
+    "list_task_attempts",
     "list_task_files",
     "read_task_file",
     "read_task_file_from",

@@ -8,6 +8,9 @@ a step costs:
   every ``JOB_STATE_CHECK_SECONDS``;
 - the pool, every ``pool_check_interval`` while tasks wait and none runs (and the job preparation task's
   status, when the tasks wait for it);
+- the pool's nodes, at the first look, every minute, and when the counts move (for a shared or existing pool at
+  most every 10 s: :mod:`.idle_time`), for what the job and the pool's idle nodes cost;
+- on a pool that may have Spot nodes, the running tasks' attempts (:mod:`.preemption`);
 - the active and the failed tasks, once no task runs and some failed, when the counts moved (see
   :mod:`.blocking`: tasks that wait on failed tasks end the watch);
 - the states of the streamed tasks, when the counts moved;
@@ -30,6 +33,7 @@ from datetime import datetime, timezone
 from typing import Any, Protocol
 
 from airflow_provider_azbatch.pools.health import PoolProblem, check_pool
+from airflow_provider_azbatch.watching import idle_time
 from airflow_provider_azbatch.watching.blocking import (
     ActiveTask,
     Blocked,
@@ -41,6 +45,12 @@ from airflow_provider_azbatch.watching.blocking import (
 )
 from airflow_provider_azbatch.watching.budget import Unlimited
 from airflow_provider_azbatch.watching.calls import Call, Step, ask, raise_first_error
+from airflow_provider_azbatch.watching.preemption import (
+    SpotFallbackDue,
+    check_fallback,
+    fallback_available,
+    track_attempts,
+)
 from airflow_provider_azbatch.watching.reads import QUIET_READS_PER_LEVEL, ReadSchedule, quiet_wait
 from airflow_provider_azbatch.watching.state import (
     STDOUT,
@@ -199,6 +209,9 @@ class JobWatcher:
                 Call("list_active_dependencies", (state.job_id,)), Call("list_failed_tasks", (state.job_id,))
             )
             self._observe_dependencies(active, failed)
+        if state.spot is not None and not self.all_tasks_done() and state.job_state not in TERMINAL_JOB_STATES:
+            yield from track_attempts(state, now, self.emit)
+            check_fallback(state, now)
         if self._pool_check_due(now):
             self.last_pool_check = now
             assert state.pool_id is not None
@@ -210,6 +223,7 @@ class JobWatcher:
             assert state.pool_id is not None
             (nodes,) = yield from ask(Call("list_pool_nodes", (state.pool_id,)))
             self.observe_nodes(nodes, now)
+            idle_time.sample(state, state.pool_id, nodes, now)
         refresh = self._tasks_to_refresh()
         if refresh and (moved or any(state.task_states.get(task) is None for task in refresh)):
             (states,) = yield from ask(Call("list_task_states", (state.job_id, tuple(refresh))))
@@ -322,13 +336,22 @@ class JobWatcher:
         )
 
     def _node_sample_due(self, now: float, moved: bool) -> bool:
+        """A pool made for the job: when the counts move and every minute (its node time is what the job cost);
+        any pool: as its idle time is sampled (see :mod:`.idle_time`)."""
         state = self.state
-        if state.auto_pool_vm_size is None or state.pool_id is None or state.job_state in TERMINAL_JOB_STATES:
+        if state.pool_id is None or state.job_state in TERMINAL_JOB_STATES:
             return False
-        return moved or self.last_node_sample is None or now - self.last_node_sample >= NODE_SAMPLE_SECONDS
+        if state.auto_pool_vm_size is not None and (
+            moved or self.last_node_sample is None or now - self.last_node_sample >= NODE_SAMPLE_SECONDS
+        ):
+            return True
+        return idle_time.sample_due(state, state.pool_id, now, moved)
 
     def observe_nodes(self, nodes: list[NodeTimes] | None, now: float) -> None:
-        """Record the pool's nodes: new ones with their allocation time; those no longer listed have left."""
+        """Record the nodes of a pool made for the job: new ones with their allocation time; those no longer listed
+        have left."""
+        if self.state.auto_pool_vm_size is None:
+            return
         seen = datetime.fromtimestamp(now, timezone.utc).isoformat()
         listed = {node.id for node in nodes or []}
         for node in nodes or []:
@@ -345,6 +368,8 @@ class JobWatcher:
         if problem is None:
             self.state.pool_suspect = False
             return
+        if problem.allocation and fallback_available(self.state):
+            raise SpotFallbackDue(f"the pool cannot get its Spot nodes: {problem}")
         if problem.certain or self.state.pool_suspect:
             raise problem
         self.state.pool_suspect = True

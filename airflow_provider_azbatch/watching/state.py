@@ -6,6 +6,7 @@ triggerer continues from it as it is.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -55,11 +56,26 @@ class JobChange:
 
 @dataclass(frozen=True)
 class NodeTimes:
-    """A node as the pool lists it: whether it is dedicated, and when it was allocated (ISO 8601)."""
+    """A node as the pool lists it: whether it is dedicated, when it was allocated, its state since when, and
+    when its agent last booted (ISO 8601; None where the listing did not say)."""
 
     id: str
     dedicated: bool
     allocated: str | None
+    state: str | None = None
+    state_since: str | None = None
+    last_boot: str | None = None
+
+
+@dataclass(frozen=True)
+class TaskAttempt:
+    """A task's latest attempt as a listing shows it: its state, retries so far, and (once it started) the node
+    it runs on and when it started (ISO 8601)."""
+
+    state: str
+    retry_count: int = 0
+    node_id: str | None = None
+    start: str | None = None
 
 
 @dataclass(frozen=True)
@@ -113,6 +129,11 @@ class WatchState:
     has_release: bool = False
     # Nothing more can run (a :class:`~.blocking.Blocked` as JSON): the watch is over.
     blocked: dict[str, Any] | None = None
+    # The job's pool may have Spot nodes: its tasks' attempts, requeues and preemptions, and the fallback to
+    # dedicated nodes (see :mod:`.preemption`).
+    spot: dict[str, Any] | None = None
+    # What the pools the job used cost while idle, sampled as it ran (see :mod:`.idle_time`): pool id -> record.
+    pool_idle: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -134,6 +155,8 @@ class WatchState:
             "waits_for_preparation": self.waits_for_preparation,
             "has_release": self.has_release,
             "blocked": self.blocked,
+            "spot": copy.deepcopy(self.spot),
+            "pool_idle": copy.deepcopy(self.pool_idle),
         }
 
     @classmethod

@@ -35,6 +35,9 @@ class StagedWorkspace:
     sha256: str
     archive: str  # the archive's file name
     url: str  # the blob with a read-only SAS: goes into the task definition, nowhere else
+    # Where it is staged (lineage names it).
+    container: str = ""
+    blob: str = ""
 
     def resource_file(self, *, shared: bool) -> batch_models.ResourceFile:
         """Into the working directory's .azbatch/ (single node), or the shared directory (every node)."""

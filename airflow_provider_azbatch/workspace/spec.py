@@ -12,6 +12,9 @@ from airflow_provider_azbatch.submission import validation as check
 MOUNT = "workspace"
 # Job metadata listing the content hashes of the workspaces the job's tasks got.
 METADATA_KEY = "azbatch-workspaces"
+# Job metadata listing the blobs staged for the job's tasks (``<container>/<blob>``, comma-separated): workspace
+# archives and a TaskFlow function's call (what lineage reports the job read).
+STAGED_METADATA_KEY = "azbatch-staged"
 # Left out of every workspace (on top of its own .gitignore and .azbatchignore).
 DEFAULT_IGNORE = (
     ".git/",

@@ -36,6 +36,9 @@ class StagedFile:
     path: str
     url: str  # with a read-only SAS: goes into the task definitions, nowhere else
     task_ids: tuple[str, ...] | None = None
+    # Where it is staged (lineage names it).
+    container: str = ""
+    blob: str = ""
 
     def for_task(self, task_id: str) -> bool:
         return self.task_ids is None or task_id in self.task_ids
@@ -61,5 +64,6 @@ def stage_files(hook: Any, files: Sequence[FileForTasks], lifetime: timedelta, l
             container,
             name,
         )
-        staged.append(StagedFile(item.path, storage.blob_read_url(container, name, lifetime), item.task_ids))
+        url = storage.blob_read_url(container, name, lifetime)
+        staged.append(StagedFile(item.path, url, item.task_ids, container, name))
     return staged

@@ -69,4 +69,4 @@ def _stage(
         name,
     )
     url = storage.blob_read_url(container, name, lifetime)
-    return StagedWorkspace(packed.sha256, packed.name, url), packed
+    return StagedWorkspace(packed.sha256, packed.name, url, container, name), packed

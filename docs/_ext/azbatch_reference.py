@@ -129,10 +129,12 @@ def vm_catalog_markdown() -> list[str]:
             gpus = f"{size['gpus']} x {size['gpu_kind']}"
             if size.get("gpu_memory_gib"):
                 gpus += f" ({size['gpu_memory_gib']} GiB)"
+        # explicit_only sizes need set-up the default images lack: chosen when the requirements name their GPU kind.
+        chosen = f"only for gpu_kind `{size['gpu_kind']}`" if size.get("explicit_only") else "yes"
         out.append(
             f"| `{size['name']}` | {size['family']} | {size['vcpus']} | {size['memory_gib']} | {gpus} | "
             f"{size.get('max_data_disks', '-')} | {'yes' if size['low_priority_capable'] else 'no'} | "
-            f"{size['hourly_usd']} | {'no: only by `vm_size=`' if size.get('explicit_only') else 'yes'} |"
+            f"{size['hourly_usd']} | {chosen} |"
         )
     out += ["", "## Sources", ""]
     out += [f"- <{url}>" for url in header["source"]]
@@ -177,6 +179,33 @@ def _version_key(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in version.split("."))
 
 
+# What each extra of pyproject.toml is for (the installation page's table): an extra without a line here fails the
+# documentation build, so a new extra is explained where users choose one.
+EXTRA_PURPOSES = {
+    "local": "where you develop DAGs: the local Batch service, for `azbatch-dev` and tests that run offline "
+    "([developing DAGs locally](howto/local-development.md))",
+    "torchx": "where Airflow runs TorchX apps: the `azure_batch` TorchX scheduler and `AzureBatchTorchXOperator` "
+    "(the training step of the [GPU tutorial](tutorials/gpu-training.md); [TorchX](howto/torchx.md))",
+    "openlineage": "where Airflow reports lineage: the OpenLineage provider, for the runs' OpenLineage events "
+    "([OpenLineage](howto/lineage.md)); nothing of it is imported without it",
+    "test": "this repository's tests, on every Airflow line",
+    "dev": "this repository's checks and its tests on the newest line",
+    "docs": "building this documentation (Python 3.11 and later)",
+}
+
+
+def extras_markdown(optional: dict[str, list[str]]) -> str:
+    """The installation page's table: each extra, what it installs, and where it is for."""
+    missing = sorted(set(optional) - set(EXTRA_PURPOSES))
+    if missing:
+        raise ValueError(f"pyproject.toml's extras {missing} have no line in EXTRA_PURPOSES (docs/_ext)")
+    rows = ["| Extra | Installs | For |", "| --- | --- | --- |"]
+    for extra, requirements in optional.items():
+        installs = ", ".join(f"`{requirement}`" for requirement in requirements)
+        rows.append(f"| `{extra}` | {installs} | {EXTRA_PURPOSES[extra]} |")
+    return "\n".join(rows)
+
+
 def supported_versions(root: Path) -> dict[str, str]:
     """What the site says is supported, each from the one place it is kept: the Pythons from the package's
     classifiers (CI tests each), the Airflow lines from the dependency sets CI tests them with
@@ -193,6 +222,7 @@ def supported_versions(root: Path) -> dict[str, str]:
         "pythons": _and(sorted(pythons, key=_version_key)),
         "airflow_lines": _and(sorted(lines, key=_version_key)),
         "requirements": "\n".join(f"- `{requirement}`" for requirement in project["dependencies"]),
+        "extras": extras_markdown(project["optional-dependencies"]),
     }
 
 

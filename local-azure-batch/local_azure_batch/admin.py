@@ -10,6 +10,10 @@ GET | PUT    /_emulator/quota      {"jobs": N, "pools": N, "nodes": N}; null is 
                                    is left as it is
 GET | PUT    /_emulator/storage    {"blobEndpoints": {account: url}, "mountSources": {source: dir}}; PUT adds to
                                    them (a null value removes one)
+GET | PUT    /_emulator/spot       {"capacity": N}: Spot nodes of the account that can be up at once; null is no
+                                   limit (model/spot.py)
+POST         /_emulator/pools/{poolId}/nodes/{nodeId}/preempt
+                                   Azure takes the Spot node's VM back: the node is preempted, its tasks requeued
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from aiohttp import web
 
 from .faults import FaultInjector, FaultSpecError
 from .model.account import ServiceSettings
+from .model.errors import BatchServiceError
 from .rest.urls import OPERATIONS
 
 if TYPE_CHECKING:
@@ -46,6 +51,9 @@ def admin_routes(server: LocalBatchServer) -> list[web.RouteDef]:
         web.put("/_emulator/quota", admin.put_quota),
         web.get("/_emulator/storage", admin.storage),
         web.put("/_emulator/storage", admin.put_storage),
+        web.get("/_emulator/spot", admin.spot),
+        web.put("/_emulator/spot", admin.put_spot),
+        web.post("/_emulator/pools/{pool_id}/nodes/{node_id}/preempt", admin.preempt),
     ]
 
 
@@ -132,6 +140,33 @@ class _Admin:
                 else:
                     current[key] = value
         return web.json_response(self._storage())
+
+    async def spot(self, request: web.Request) -> web.Response:
+        return web.json_response({"capacity": self._settings().spot_capacity})
+
+    async def put_spot(self, request: web.Request) -> web.Response:
+        try:
+            body = json.loads(await request.text() or "{}")
+        except json.JSONDecodeError as exc:
+            return web.json_response({"error": f"the body is not JSON: {exc}"}, status=400)
+        capacity = body.get("capacity", ...) if isinstance(body, dict) else ...
+        valid = capacity is None or (isinstance(capacity, int) and not isinstance(capacity, bool) and capacity >= 0)
+        if capacity is ... or set(body) != {"capacity"} or not valid:
+            return web.json_response({"error": 'give {"capacity": N}, N a whole number from 0 or null'}, status=400)
+        self._settings().spot_capacity = capacity
+        assert self.server.service is not None
+        self.server.service.spot.capacity_changed()
+        return web.json_response({"capacity": capacity})
+
+    async def preempt(self, request: web.Request) -> web.Response:
+        service = self.server.service
+        assert service is not None
+        try:
+            node = service.account.node(request.match_info["pool_id"], request.match_info["node_id"])
+            service.spot.preempt(node)
+        except BatchServiceError as exc:
+            return web.json_response({"error": exc.message, "code": exc.code}, status=exc.status)
+        return web.json_response({"pool": node.pool.id, "node": node.id, "state": node.state})
 
     def _storage(self) -> dict[str, dict[str, str]]:
         settings = self._settings()

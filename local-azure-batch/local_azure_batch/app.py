@@ -23,18 +23,27 @@ from .account import (
     DEV_ACCOUNT_NAME,
     DEV_CLIENT_ID,
     DEV_CLIENT_SECRET,
+    DEV_LOCATION,
+    DEV_NO_ROLE_CLIENT_ID,
+    DEV_NO_ROLE_CLIENT_SECRET,
+    DEV_NO_ROLE_OBJECT_ID,
+    DEV_OBJECT_ID,
     DEV_SUBSCRIPTION_ID,
     DEV_TENANT_ID,
 )
 from .admin import admin_routes
 from .auth.authority import ServicePrincipal, TokenAuthority
+from .auth.roles import ROLE_NAMES, can_use_data_plane
 from .auth.shared_key import verify_shared_key
 from .auth.tls import TlsFiles, generate_tls_files
 from .faults import FaultInjector
+from .management.routes import ManagementPlane
+from .management.settings import ManagementSettings
 from .model.account import ServiceSettings
 from .model.errors import (
     BatchServiceError,
     authentication_failed,
+    authorization_failure,
     invalid_query,
     request_body_too_large,
 )
@@ -72,6 +81,7 @@ class EmulatorConfig:
     node_start_seconds: float = 1.0
     autoscale_interval_seconds: float | None = 5.0
     node_quota: int | None = None
+    spot_capacity: int | None = None
     job_quota: int | None = None
     pool_quota: int | None = None
     sp_certificate: Path | None = None
@@ -84,6 +94,12 @@ class EmulatorConfig:
     request_log_size: int = 100_000
     # Pools, jobs and tasks are saved here and loaded at the next start; the task root is inside it.
     state_dir: Path | None = None
+    # More principals of the token authority (--tls), besides the development ones.
+    principals: tuple[ServicePrincipal, ...] = ()
+    # The account's region and the sizes it does not offer (lower case); the management plane's view of it.
+    location: str = DEV_LOCATION
+    unavailable_vm_sizes: tuple[str, ...] = ()
+    management: ManagementSettings = field(default_factory=ManagementSettings)
 
 
 @dataclass(frozen=True)
@@ -107,6 +123,7 @@ class LocalBatchServer:
     tls_files: TlsFiles | None = None
     service: BatchService | None = None
     authority: TokenAuthority | None = None
+    management: ManagementPlane | None = None
     faults: FaultInjector = field(default_factory=FaultInjector)
     requests: Counter[str] = field(default_factory=Counter)
     # The latest requests, oldest first (bounded: ``config.request_log_size``).
@@ -145,8 +162,7 @@ class LocalBatchServer:
         if config.tls:
             self.tls_files = generate_tls_files(self._task_root / "tls", public_host.strip("[]"))
             ssl_context = self.tls_files.server_context()
-            principal = ServicePrincipal(DEV_CLIENT_ID, DEV_CLIENT_SECRET, config.sp_certificate)
-            self.authority = TokenAuthority(DEV_TENANT_ID, {DEV_CLIENT_ID: principal})
+            self.authority = TokenAuthority(DEV_TENANT_ID, _principals(config))
         self.url = f"{'https' if config.tls else 'http'}://{public_host}:{port}"
         self.service = BatchService(
             ServiceSettings(
@@ -156,6 +172,7 @@ class LocalBatchServer:
                 node_start_seconds=config.node_start_seconds,
                 autoscale_interval_seconds=config.autoscale_interval_seconds,
                 node_quota=config.node_quota,
+                spot_capacity=config.spot_capacity,
                 job_quota=config.job_quota,
                 pool_quota=config.pool_quota,
                 subscription_id=config.subscription_id,
@@ -163,6 +180,8 @@ class LocalBatchServer:
                 mount_sources=dict(config.mount_sources),
                 extra_vm_sizes=frozenset(size.lower() for size in config.extra_vm_sizes),
                 state_dir=config.state_dir.resolve() if config.state_dir is not None else None,
+                location=config.location,
+                unavailable_vm_sizes=frozenset(size.lower() for size in config.unavailable_vm_sizes),
             )
         )
         await self.service.start()
@@ -171,6 +190,8 @@ class LocalBatchServer:
         app.router.add_routes(admin_routes(self))
         if self.authority is not None:
             app.router.add_routes(self.authority.routes())
+            self.management = ManagementPlane(self.service.settings, config.management, self.authority, self.url)
+            app.router.add_routes(self.management.routes())
         app.router.add_route("*", "/{tail:.*}", self._dispatch)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await self._runner.setup()
@@ -269,7 +290,10 @@ class LocalBatchServer:
                     "Server failed to authenticate the request. Bearer tokens are accepted only when the local "
                     "Batch service runs with --tls.",
                 )
-            self.authority.verify_bearer(authorization[len("Bearer ") :])
+            claims = self.authority.verify_bearer(authorization[len("Bearer ") :])
+            principal = self.authority.principal(claims)
+            if principal is None or not can_use_data_plane(principal.roles):
+                raise authorization_failure()
             return
         if not authorization:
             raise BatchServiceError(
@@ -294,6 +318,17 @@ class LocalBatchServer:
         if self.config.log_requests:
             elapsed = (time.perf_counter() - started) * 1000
             log.info("%s %s %s %s %.1fms %s", request.method, request.raw_path, status, operation, elapsed, note)
+
+
+def _principals(config: EmulatorConfig) -> dict[str, ServicePrincipal]:
+    """The development principal (every role), the one without a role, and those the service was started with."""
+    everything = frozenset({ROLE_NAMES["batch-data-contributor"], ROLE_NAMES["reader"]})
+    principals = [
+        ServicePrincipal(DEV_CLIENT_ID, DEV_CLIENT_SECRET, config.sp_certificate, DEV_OBJECT_ID, everything),
+        ServicePrincipal(DEV_NO_ROLE_CLIENT_ID, DEV_NO_ROLE_CLIENT_SECRET, None, DEV_NO_ROLE_OBJECT_ID),
+        *config.principals,
+    ]
+    return {principal.client_id: principal for principal in principals}
 
 
 def _retry_after(seconds: float) -> str:

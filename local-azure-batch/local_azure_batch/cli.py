@@ -7,11 +7,16 @@ import asyncio
 import logging
 import signal
 import sys
+import uuid
 from pathlib import Path
 
-from .account import DEV_ACCOUNT_KEY, DEV_ACCOUNT_NAME, DEV_SUBSCRIPTION_ID
+from .account import DEV_ACCOUNT_KEY, DEV_ACCOUNT_NAME, DEV_LOCATION, DEV_RESOURCE_GROUP, DEV_SUBSCRIPTION_ID
 from .app import EmulatorConfig, LocalBatchServer
+from .auth.authority import ServicePrincipal
+from .auth.roles import ROLE_NAMES, parse_roles
 from .faults import FaultSpecError
+from .management.settings import DEFAULT_CORE_QUOTA, POOL_ALLOCATION_MODES, ManagementSettings
+from .management.skus import families
 from .model.persistence import StateFileError
 
 
@@ -50,6 +55,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=_non_negative_int,
         help="most nodes the account may hold, all pools together (default: no limit); a resize beyond it "
         "gets what fits and a resize error, like an account out of core quota",
+    )
+    parser.add_argument(
+        "--spot-capacity",
+        type=_non_negative_int,
+        help="most Spot nodes of the account that can be up at once (default: no limit); pools short of their "
+        "Spot target for want of it keep resizing, as Spot pools seek capacity (change it on /_emulator/spot)",
     )
     parser.add_argument(
         "--job-quota",
@@ -97,6 +108,58 @@ def build_parser() -> argparse.ArgumentParser:
         help="a VM size pools may name besides the sizes the service knows (data/vm_sizes.json), for a size "
         "newer than that list; repeatable",
     )
+    parser.add_argument(
+        "--principal",
+        action="append",
+        default=[],
+        type=_principal,
+        metavar="CLIENT_ID:SECRET:ROLES",
+        help="with --tls, a service principal the token authority issues tokens to, with its role assignments: "
+        f"a comma list of {', '.join(ROLE_NAMES)}, or none (besides the development principals, one with every "
+        "role and one with none); repeatable",
+    )
+    parser.add_argument("--location", default=DEV_LOCATION, help=f"the account's Azure region (default {DEV_LOCATION})")
+    parser.add_argument(
+        "--unavailable-vm-size",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a VM size the account's region does not offer: pools of it are refused (400 InvalidPropertyValue) "
+        "and the management plane does not list it; repeatable",
+    )
+    management = parser.add_argument_group(
+        "management plane (with --tls)",
+        "What Azure Resource Manager says about the account: resource group, allocation mode, core quotas "
+        "(reported, not enforced: --node-quota bounds the nodes).",
+    )
+    management.add_argument(
+        "--resource-group",
+        default=DEV_RESOURCE_GROUP,
+        help=f"the account's resource group (default {DEV_RESOURCE_GROUP})",
+    )
+    management.add_argument(
+        "--pool-allocation-mode",
+        choices=POOL_ALLOCATION_MODES,
+        default=POOL_ALLOCATION_MODES[0],
+        help="BatchService (default; the account reports its core quotas) or UserSubscription (the cores are the "
+        "subscription's: the account reports none)",
+    )
+    management.add_argument(
+        "--core-quota",
+        action="append",
+        default=[],
+        type=_mapping,
+        metavar="FAMILY=VCPUS",
+        help="the account's dedicated vCPU quota for a VM family (e.g. StandardNCADSA100v4Family=24; default "
+        f"{DEFAULT_CORE_QUOTA} for every family); repeatable",
+    )
+    management.add_argument(
+        "--low-priority-core-quota",
+        type=_non_negative_int,
+        default=DEFAULT_CORE_QUOTA,
+        metavar="VCPUS",
+        help=f"the account's spot/low-priority vCPU quota (default {DEFAULT_CORE_QUOTA})",
+    )
     parser.add_argument("--quiet", action="store_true", help="do not log requests")
     parser.add_argument(
         "--request-log",
@@ -115,6 +178,32 @@ def _mapping(text: str) -> tuple[str, str]:
     return name, value
 
 
+def _principal(text: str) -> ServicePrincipal:
+    client_id, sep, rest = text.partition(":")
+    secret, sep2, roles = rest.rpartition(":")
+    if not sep or not sep2 or not client_id or not secret:
+        raise argparse.ArgumentTypeError("give CLIENT_ID:SECRET:ROLES (ROLES: a comma list of roles, or none)")
+    try:
+        assignments = parse_roles(roles)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return ServicePrincipal(client_id, secret, None, str(uuid.uuid5(uuid.NAMESPACE_OID, client_id)), assignments)
+
+
+def _core_quotas(pairs: list[tuple[str, str]]) -> dict[str, int]:
+    """FAMILY=VCPUS pairs, the family named as the SKU list names it (case-insensitively)."""
+    known = {family.lower(): family for family in families()}
+    quotas = {}
+    for name, value in pairs:
+        family = known.get(name.lower())
+        if family is None:
+            raise argparse.ArgumentTypeError(
+                f"--core-quota: unknown VM family {name!r}; known: {', '.join(known.values())}"
+            )
+        quotas[family] = _non_negative_int(value)
+    return quotas
+
+
 def _non_negative_int(text: str) -> int:
     value = int(text)
     if value < 0:
@@ -125,6 +214,10 @@ def _non_negative_int(text: str) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    try:
+        core_quotas = _core_quotas(args.core_quota)
+    except (argparse.ArgumentTypeError, ValueError) as exc:
+        parser.error(str(exc))
     if args.state_dir is not None and args.task_root is not None:
         parser.error("--task-root and --state-dir together: the state directory holds the task root; give one")
     if args.account_key:
@@ -149,6 +242,7 @@ def main(argv: list[str] | None = None) -> int:
         node_start_seconds=args.node_start_seconds,
         autoscale_interval_seconds=args.autoscale_interval or None,
         node_quota=args.node_quota,
+        spot_capacity=args.spot_capacity,
         job_quota=args.job_quota,
         pool_quota=args.pool_quota,
         sp_certificate=args.sp_certificate,
@@ -159,6 +253,15 @@ def main(argv: list[str] | None = None) -> int:
         extra_vm_sizes=tuple(args.vm_size),
         request_log_size=args.request_log,
         state_dir=args.state_dir,
+        principals=tuple(args.principal),
+        location=args.location,
+        unavailable_vm_sizes=tuple(args.unavailable_vm_size),
+        management=ManagementSettings(
+            resource_group=args.resource_group,
+            pool_allocation_mode=args.pool_allocation_mode,
+            core_quotas=core_quotas,
+            low_priority_core_quota=args.low_priority_core_quota,
+        ),
     )
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stdout)
     try:

@@ -33,6 +33,10 @@ from .account import (
     DEV_ACCOUNT_NAME,
     DEV_CLIENT_ID,
     DEV_CLIENT_SECRET,
+    DEV_LOCATION,
+    DEV_NO_ROLE_CLIENT_ID,
+    DEV_NO_ROLE_CLIENT_SECRET,
+    DEV_RESOURCE_GROUP,
     DEV_SUBSCRIPTION_ID,
     DEV_TENANT_ID,
 )
@@ -53,6 +57,12 @@ class LocalBatchService:
     subscription_id: str = DEV_SUBSCRIPTION_ID
     client_id: str = DEV_CLIENT_ID
     client_secret: str = DEV_CLIENT_SECRET
+    # A principal of the tenant without any role (its tokens are valid; Batch and ARM refuse them).
+    no_role_client_id: str = DEV_NO_ROLE_CLIENT_ID
+    no_role_client_secret: str = DEV_NO_ROLE_CLIENT_SECRET
+    # Where the management plane (--tls) says the account is (the defaults; --resource-group, --location).
+    resource_group: str = DEV_RESOURCE_GROUP
+    location: str = DEV_LOCATION
     output: deque[str] = field(default_factory=lambda: deque(maxlen=2000))
 
     # -- administration endpoints -------------------------------------------------------------------
@@ -110,6 +120,16 @@ class LocalBatchService:
         if mount_sources is not None:
             body["mountSources"] = mount_sources
         return self._admin("PUT", "storage", json.dumps(body))
+
+    def set_spot_capacity(self, capacity: int | None) -> None:
+        """How many Spot nodes of the account can be up at once (None: no limit); pools seeking Spot nodes get them
+        as it allows."""
+        self._admin("PUT", "spot", json.dumps({"capacity": capacity}))
+
+    def preempt(self, pool_id: str, node_id: str) -> None:
+        """Take a Spot node's VM back, as Azure does: the node is ``preempted``, its running tasks are requeued; it
+        comes back (same id) when there is Spot capacity."""
+        self._admin("POST", f"pools/{pool_id}/nodes/{node_id}/preempt", "")
 
     def log_text(self) -> str:
         return "\n".join(self.output)

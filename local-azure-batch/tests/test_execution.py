@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from datetime import timedelta
 
+import pytest
 from azure.batch import models as m
 
 from tests import sdk_models
@@ -46,6 +47,7 @@ def test_two_nodes_with_two_slots_never_run_more_than_four_tasks(batch_client):
     client.begin_delete_job(job_id, polling_interval=1).result()
 
 
+@pytest.mark.serial
 def test_wall_clock_kills_the_task_and_reports_it(batch_client):
     client = batch_client
     job_id = _job(client, sdk_models.auto_pool_info())

@@ -197,6 +197,7 @@ def test_each_node_has_its_own_loopback_address_and_reaches_the_others_on_it(bat
     client.begin_delete_job(job_id, polling_interval=1).result()
 
 
+@pytest.mark.serial
 def test_a_failing_coordination_command_fails_the_task_and_ends_the_others(batch_client, mpi_pool, tmp_path):
     client = batch_client
     job_id = _job(client, mpi_pool)

@@ -343,6 +343,7 @@ def test_non_string_filter_is_a_type_error() -> None:
         compile_filter(5)  # type: ignore[arg-type]
 
 
+@pytest.mark.serial
 def test_ten_thousand_entities_well_under_a_second() -> None:
     states = ["active", "running", "completed", "preparing"]
     entities = [

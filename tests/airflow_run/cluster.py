@@ -303,6 +303,11 @@ class AirflowCluster:
         instance = f"{task_id}/{map_index}" if map_index >= 0 else task_id
         self.api("PATCH", f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{instance}", {"new_state": state})
 
+    def clear(self, dag_id: str, run_id: str, task_id: str) -> None:
+        """Clear one task instance, as the UI's "Clear" does (its next try runs)."""
+        body = {"dry_run": False, "task_ids": [task_id], "dag_run_id": run_id, "only_failed": False}
+        self.api("POST", f"/dags/{dag_id}/clearTaskInstances", body)
+
     def xcom(self, dag_id: str, run_id: str, task_id: str, key: str = "return_value") -> Any:
         """An XCom value as the REST API gives it (deserialized)."""
         entry = self.api(

@@ -7,6 +7,7 @@ import json
 import re
 import shutil
 import sqlite3
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -26,7 +27,10 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 DAG_ID = "example_azbatch_deferrable"
 STEP = re.compile(r"^\[train\] step (\d+)/(\d+) loss \d+$")
 # What the triggerer logs when it stops a trigger that sent no event (3.0: "trigger ... completed").
-TRIGGER_ENDED = re.compile(r"^trigger\b.*\b(completed|cancelled)\b", re.IGNORECASE)
+# The example DAG's poll interval, and how long a cancelled trigger takes at most to end a killed task's job
+# (the triggerer's loop, a second; reading the task instance's state and its job record; the terminate request).
+POLL_INTERVAL = 1
+KILL_BOUND = 30
 
 
 @pytest.fixture(scope="module")
@@ -54,11 +58,17 @@ def storage():
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory, batch, storage, statsd):
+def openlineage_events(tmp_path_factory):
+    return tmp_path_factory.mktemp("openlineage") / "events.jsonl"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory, batch, storage, statsd, openlineage_events):
     # The deployment's DAGs: the example deferrable DAG and the checks in tests/airflow_run/dags.
     dags = tmp_path_factory.mktemp("dags")
     shutil.copy(ROOT / "example_dags" / f"{DAG_ID}.py", dags)
     shutil.copy(Path(__file__).parent / "dags" / "azbatch_cluster_checks.py", dags)
+    shutil.copy(Path(__file__).parent / "dags" / "azbatch_lineage.py", dags)
     registry = {
         "conn_type": "generic",
         "host": "registry.example.test",
@@ -74,6 +84,11 @@ def cluster(tmp_path_factory, batch, storage, statsd):
             ),
             "AIRFLOW_CONN_TEST_REGISTRY": json.dumps(registry),
             **statsd.airflow_env,
+            # The OpenLineage provider's events, one JSON a line, from every component.
+            "AIRFLOW__OPENLINEAGE__NAMESPACE": "deployment",
+            "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps(
+                {"type": "file", "log_file_path": str(openlineage_events), "append": True}
+            ),
         },
     )
     try:
@@ -84,6 +99,8 @@ def cluster(tmp_path_factory, batch, storage, statsd):
             "azbatch_registry_secret",
             "azbatch_deferral_timeout",
             "azbatch_taskflow",
+            "azbatch_lineage_training",
+            "azbatch_lineage_evaluation",
         ):
             cluster.wait_for_dag(dag_id)
         yield cluster
@@ -157,7 +174,7 @@ def test_first_output_appears_within_a_poll_of_the_trigger_start(cluster):
     assert events[start + 3] == "::endgroup::"
 
 
-def test_a_triggerer_restart_loses_no_line(cluster):
+def test_a_triggerer_restart_loses_no_line(cluster, batch):
     # 4 lines a second: after 60 lines the trigger is past its first FRESH_SECONDS and checkpoints.
     run_id = cluster.trigger(DAG_ID, {"steps": 120})
     wait_until(
@@ -169,8 +186,10 @@ def test_a_triggerer_restart_loses_no_line(cluster):
         interval=1,
         what="deferred with output",
     )
-    cluster.stop_component("triggerer")
+    cluster.stop_component("triggerer")  # SIGTERM: a graceful shutdown
     before_restart = _steps(cluster.task_log(DAG_ID, run_id, "train"))
+    # A stopped triggerer cancelled the trigger, which found its task still deferred: the job goes on.
+    assert _terminations(batch, _job_id(run_id)) == []
     cluster.start_component("triggerer")
     wait_until(lambda: cluster.run_state(DAG_ID, run_id) in ("success", "failed"), timeout=240, interval=1)
     assert cluster.run_state(DAG_ID, run_id) == "success"
@@ -191,48 +210,82 @@ def test_a_triggerer_restart_loses_no_line(cluster):
     assert max(before_restart) < 120  # the restart really happened mid-run
     # A restart is not a kill: the job ran to its end (and was deleted as the DAG asks on success).
     assert not any("Terminated Batch job" in line for line in log)
+    assert _terminations(batch, _job_id(run_id)) == []
     assert f"Deleting Batch job {_job_id(run_id)} (on_finish_action=delete_succeeded_job)" in log
 
 
-def test_marking_a_deferred_task_failed_terminates_its_job(cluster, batch_client):
-    from azure.batch import models as m
-
-    run_id = cluster.trigger(DAG_ID, {"steps": 400})
+def _deferred_with_output(cluster, run_id: str, lines: int = 3) -> None:
     wait_until(
         lambda: (
             cluster.task_state(DAG_ID, run_id, "train") == "deferred"
-            and len(_steps(cluster.task_log(DAG_ID, run_id, "train"))) >= 3
+            and len(_steps(cluster.task_log(DAG_ID, run_id, "train"))) >= lines
         ),
         timeout=120,
         interval=1,
         what="deferred with output",
     )
+
+
+def _terminations(batch, job_id: str) -> list[dict]:
+    return batch.request_log(jobs=[job_id], operations=["Jobs_TerminateJob"])
+
+
+def test_marking_a_deferred_task_failed_terminates_its_job(cluster, batch, batch_client):
+    from azure.batch import models as m
+
+    run_id = cluster.trigger(DAG_ID, {"steps": 400})
+    _deferred_with_output(cluster, run_id)
     job_id = _job_id(run_id)
     assert batch_client.get_job(job_id).state == m.BatchJobState.ACTIVE
+    marked_at = time.time()
     cluster.mark(DAG_ID, run_id, "train", "failed")
-    if not compat.TRIGGER_ON_KILL:
-        # Before 3.3 the triggerer only cancels the trigger, as on a restart: the job goes on running.
-        wait_until(lambda: not _stored_trigger_kwargs(cluster), timeout=60, interval=0.5, what="the trigger dropped")
-        wait_until(
-            lambda: any(TRIGGER_ENDED.match(line) for line in cluster.task_log(DAG_ID, run_id, "train")),
-            timeout=30,
-            interval=0.5,
-            what="the triggerer's word that the trigger ended",
-        )
-        assert batch_client.get_job(job_id).state == m.BatchJobState.ACTIVE
-        # SDK 15.1 quirk (see hooks/batch.py): the options model is not exported.
-        from azure.batch.models._models import BatchJobTerminateOptions
-
-        options = BatchJobTerminateOptions(termination_reason="TestCleanUp")
-        batch_client.begin_terminate_job(job_id, options, polling_interval=1).result()
-        return
+    # Every line: 3.3 calls the trigger's on_kill; before, the cancelled trigger asks its task instance's state.
     job = wait_until(
         lambda: (j := batch_client.get_job(job_id)).state == m.BatchJobState.COMPLETED and j,
-        timeout=60,
+        timeout=POLL_INTERVAL + KILL_BOUND + 30,
         interval=0.5,
         what="the Batch job terminated",
     )
     assert job.execution_info.termination_reason == "AirflowTaskKilled"
+    (terminate,) = _terminations(batch, job_id)
+    delay = terminate["at"] - marked_at
+    print(f"marked failed -> terminate request: {delay:.1f} s")
+    assert delay <= POLL_INTERVAL + KILL_BOUND
+    wait_until(
+        lambda: any(
+            "Terminated Batch job" in line and "the task was marked failed" in line
+            for line in cluster.task_log(DAG_ID, run_id, "train")
+        ),
+        timeout=30,
+        interval=0.5,
+        what="the trigger's word that it terminated the job",
+    )
+
+
+def test_clearing_a_deferred_task_ends_its_job_and_the_next_try_runs_one(cluster, batch, batch_client):
+    from azure.batch import models as m
+
+    # 30 s of output: long enough to be cleared while it runs, short enough for the next try's job.
+    run_id = cluster.trigger(DAG_ID, {"steps": 120})
+    _deferred_with_output(cluster, run_id)
+    job_id = _job_id(run_id)
+    cluster.clear(DAG_ID, run_id, "train")
+    wait_until(lambda: cluster.run_state(DAG_ID, run_id) in ("success", "failed"), timeout=300, interval=1)
+    second_log = cluster.task_log(DAG_ID, run_id, "train", try_number=2)
+    if any(f"Reattaching to Batch job {job_id}" in line for line in second_log):
+        # The next try started before the trigger was cancelled and watches the job: it must not be killed.
+        print("clear: the next try reattached to the running job")
+        assert _terminations(batch, job_id) == []
+        assert cluster.run_state(DAG_ID, run_id) == "success"
+        return
+    # The trigger of try 1 ended its job; try 2 found it terminated and submitted the next one.
+    first = batch_client.get_job(job_id)
+    assert first.state == m.BatchJobState.COMPLETED
+    assert first.execution_info.termination_reason == "AirflowTaskKilled"
+    assert any(f"Batch job {job_id} is completed and did not succeed" in line for line in second_log)
+    assert cluster.run_state(DAG_ID, run_id) == "success"
+    assert f"Deleting Batch job {job_id}-a2 (on_finish_action=delete_succeeded_job)" in second_log
+    assert len(_terminations(batch, job_id)) == 1
 
 
 def test_two_tasks_racing_for_one_shared_pool_create_it_once(cluster, batch_client):
@@ -334,3 +387,81 @@ def test_a_deferred_taskflow_function_returns_what_the_dag_branches_on(cluster):
     ]
     assert cluster.xcom("azbatch_taskflow", run_id, "evaluate", "run") == run_id
     assert cluster.xcom("azbatch_taskflow", run_id, "ship") == "shipping with score 0.9"
+
+
+def _openlineage_events(path: Path, job: str) -> list[dict]:
+    lines = path.read_text().splitlines() if path.exists() else []
+    return [event for line in lines if line.strip() and (event := json.loads(line))["job"]["name"] == job]
+
+
+def test_an_asset_scheduled_dag_runs_once_per_training_run_with_its_job_and_metrics(
+    cluster, storage, openlineage_events
+):
+    from azure.storage.blob import BlobServiceClient
+
+    with BlobServiceClient(
+        storage.url, credential={"account_name": storage.account, "account_key": storage.key}
+    ) as blobs:
+        container = blobs.get_container_client("lineage-in")
+        if not container.exists():
+            container.create_container()
+        container.upload_blob("data/a.txt", b"one two three\n", overwrite=True)
+    producer, consumer = "azbatch_lineage_training", "azbatch_lineage_evaluation"
+    port = storage.url.rsplit(":", 1)[1].split("/")[0]
+    outputs = f"wasb://lineage-out@127.0.0.1:{port}/{storage.account}"
+
+    def evaluations() -> list[dict]:
+        return cluster.api("GET", f"/dags/{consumer}/dagRuns?order_by=start_date&limit=100")["dag_runs"]
+
+    seen: list[str] = []
+    for number in (1, 2):
+        run_id = cluster.trigger(producer)
+        wait_until(
+            lambda run_id=run_id: cluster.run_state(producer, run_id) in ("success", "failed"), timeout=240, interval=1
+        )
+        assert cluster.run_state(producer, run_id) == "success", "\n".join(cluster.task_log(producer, run_id, "train"))
+        # One evaluation run per training run, started by the asset event, with the job and its metrics.
+        runs = wait_until(
+            lambda number=number: (
+                [r for r in evaluations() if r["state"] in ("success", "failed")][number - 1 :] or None
+            ),
+            timeout=120,
+            interval=1,
+            what=f"evaluation run {number}",
+        )
+        (evaluation,) = runs
+        assert evaluation["state"] == "success"
+        assert evaluation["run_type"] == "asset_triggered"
+        (event,) = cluster.xcom(consumer, evaluation["dag_run_id"], "evaluate")
+        job_id = default_job_id(producer, "train", run_id, -1)
+        path = f"models/{run_id.replace(':', '_').replace('+', '_')}"
+        assert event["source_run_id"] == run_id
+        assert event["job_id"] == job_id
+        assert event["return_value"] == {"auc": 0.91, "rows": 3}
+        assert event["blobs"] == [f"wasb://127.0.0.1:{port}/{storage.account}/lineage-out/{path}/weights.bin"]
+        seen.append(job_id)
+    assert len(evaluations()) == 2
+    assert len(set(seen)) == 2
+
+    # The OpenLineage provider's file transport: each training run started and completed, naming its Blob data and
+    # its Batch job.
+    inputs = f"wasb://lineage-in@127.0.0.1:{port}/{storage.account}"
+    completes = wait_until(
+        lambda: (
+            [e for e in _openlineage_events(openlineage_events, f"{producer}.train") if e["eventType"] == "COMPLETE"]
+            if len(seen) == 2
+            else None
+        ),
+        timeout=60,
+        interval=1,
+        what="the COMPLETE events",
+    )
+    assert sorted(e["run"]["facets"]["azureBatchJob"]["jobId"] for e in completes) == sorted(seen)
+    starts = [e for e in _openlineage_events(openlineage_events, f"{producer}.train") if e["eventType"] == "START"]
+    assert starts
+    for complete in completes:
+        assert (inputs, "data") in {(d["namespace"], d["name"]) for d in complete["inputs"]}
+        assert any(d["namespace"] == outputs and d["name"].startswith("models/") for d in complete["outputs"])
+        assert complete["run"]["facets"]["azureBatchJob"]["exitCodes"] == {"main": 0}
+        # The TaskFlow function is the job's source code.
+        assert "def train()" in complete["job"]["facets"]["sourceCode"]["sourceCode"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from datetime import timedelta
 
 import pytest
@@ -56,6 +57,8 @@ def test_pools_list_table_and_json(cli, azbatch_default, busy_pool, autoscale_po
     assert header == [
         "pool",
         "idle",
+        "idle for",
+        "idle too long",
         "$/hour",
         "state",
         "allocation",
@@ -71,6 +74,8 @@ def test_pools_list_table_and_json(cli, azbatch_default, busy_pool, autoscale_po
     assert by_id["cli-pool"] == [
         "cli-pool",
         "no",
+        "",
+        "",
         f"${price:.4f}",
         "active",
         "steady",
@@ -84,6 +89,8 @@ def test_pools_list_table_and_json(cli, azbatch_default, busy_pool, autoscale_po
     assert by_id["cli-auto"] == [
         "cli-auto",
         "no nodes",
+        "",
+        "",
         "$0.0000",
         "active",
         "steady",
@@ -108,7 +115,12 @@ def test_pools_list_table_and_json(cli, azbatch_default, busy_pool, autoscale_po
         "resize_errors": [],
         "idle": "no",
         "hourly_usd": price,
+        "idle_seconds": None,
+        # A fixed pool: the shortest evaluation interval Batch allows (5 minutes) and [azbatch] idle_node_margin.
+        "idle_threshold_seconds": 600.0,
+        "idle_too_long": False,
     }
+    assert pools["cli-auto"]["idle_threshold_seconds"] == 600.0  # its own interval, 5 minutes
 
 
 def test_an_idle_pool_is_shown_with_its_cost_and_deleted(cli, azbatch_default, batch_client, monkeypatch):
@@ -125,7 +137,9 @@ def test_an_idle_pool_is_shown_with_its_cost_and_deleted(cli, azbatch_default, b
     monkeypatch.setattr("sys.stdin", io.StringIO("y\n"))  # not a terminal: nothing is asked
     without_yes = cli("pools", "delete", "cli-idle")
 
-    assert idle[:3] == ["cli-idle", "yes", f"${2 * price:.4f}"]
+    assert idle[:2] == ["cli-idle", "yes"]
+    assert re.fullmatch(r"\d+\.\ds", idle[2])  # how long its longest-idle node has been idle
+    assert idle[3:5] == ["", f"${2 * price:.4f}"]  # not for long
     assert "have nodes but run no task" in listed.error
     assert "`airflow azbatch pools delete POOL` removes one" in listed.error
     assert (without_yes.code, without_yes.out) == (1, "")

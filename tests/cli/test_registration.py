@@ -23,10 +23,10 @@ def test_provider_info_names_the_command_definitions():
     assert get_provider_info()["cli"] == ["airflow_provider_azbatch.cli.definition.get_azbatch_cli_commands"]
     (group,) = get_azbatch_cli_commands()
     assert group.name == "azbatch"
-    assert [command.name for command in group.subcommands] == ["jobs", "logs", "pools"]
-    jobs, _, pools = group.subcommands
+    assert [command.name for command in group.subcommands] == ["check", "jobs", "logs", "pools"]
+    _, jobs, _, pools = group.subcommands
     assert [command.name for command in jobs.subcommands] == ["list", "describe", "cancel"]
-    assert [command.name for command in pools.subcommands] == ["list", "describe", "delete"]
+    assert [command.name for command in pools.subcommands] == ["list", "describe", "nodes", "upload-logs", "delete"]
 
 
 def test_defining_the_commands_imports_neither_the_sdk_nor_the_commands():
@@ -53,9 +53,9 @@ def test_airflow_azbatch_help_lists_the_groups(airflow_cli):
     assert result.code == 0, result.err
     assert "Usage: airflow azbatch [-h] COMMAND ..." in result.out
     listed = [line.split()[0] for line in result.lines if line.startswith("    ")]
-    assert listed == ["jobs", "logs", "pools"]
+    assert listed == ["check", "jobs", "logs", "pools"]
     assert "    jobs      Batch jobs: list, describe, cancel" in result.lines
-    assert "    pools     Batch pools: list, describe, delete" in result.lines
+    assert "    pools     Batch pools: list, describe, nodes, upload-logs, delete" in result.lines
 
 
 def test_a_session_with_an_operator_job(airflow_db, azbatch_default, shared_pool, airflow_cli, cli):

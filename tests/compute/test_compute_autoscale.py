@@ -27,7 +27,20 @@ def test_formula_for_low_priority_nodes_with_slots_and_a_floor() -> None:
         "$tasks = max(0, $PendingTasks.GetSample(1), avg($PendingTasks.GetSample(3)));\n"
         "$nodes = ceil($tasks / 4);\n"
         "$TargetLowPriorityNodes = max(2, min($nodes, 20));\n"
+        "$TargetLowPriorityNodes = $TargetLowPriorityNodes"
+        " + ($nodes > 0 ? min($PreemptedNodeCount.GetSample(1), 20) : 0);\n"
         "$TargetDedicatedNodes = 0;\n"
+        "$NodeDeallocationOption = taskcompletion;"
+    )
+
+
+def test_formula_for_multi_node_tasks_has_a_floor_while_tasks_are_pending() -> None:
+    assert autoscale_formula(4, multi_node=3) == (
+        "$tasks = max(0, $PendingTasks.GetSample(1), avg($PendingTasks.GetSample(2)));\n"
+        "$tasks = $tasks > 0 ? max($tasks, 3) : 0;\n"
+        "$nodes = ceil($tasks / 1);\n"
+        "$TargetDedicatedNodes = max(0, min($nodes, 4));\n"
+        "$TargetLowPriorityNodes = 0;\n"
         "$NodeDeallocationOption = taskcompletion;"
     )
 
@@ -56,6 +69,14 @@ def test_a_one_sample_window_is_the_last_sample() -> None:
             "autoscale.task_slots_per_node must be a whole number between 1 and 256, got 257",
         ),
         ((10,), {"low_priority": "yes"}, "autoscale.low_priority must be True or False, got 'yes'"),
+        ((4,), {"multi_node": 5}, "autoscale.multi_node must be a whole number between 1 and 4, got 5"),
+        ((4,), {"multi_node": 0}, "autoscale.multi_node must be a whole number between 1 and 4, got 0"),
+        (
+            (4,),
+            {"multi_node": 2, "task_slots_per_node": 2},
+            "autoscale.multi_node=2 needs task_slots_per_node=1 (Batch runs multi-instance tasks only on pools with "
+            "one task slot per node), got 2",
+        ),
         *(
             (
                 (10,),

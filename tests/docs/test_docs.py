@@ -11,6 +11,8 @@ import importlib.util
 import json
 import re
 import shlex
+import shutil
+import subprocess
 import sys
 from functools import partial
 from pathlib import Path
@@ -18,6 +20,7 @@ from types import ModuleType
 
 import pytest
 
+from tests.devenv import test_training_tutorial as training_tutorial
 from tests.devenv.test_howto_commands import RUN_BY_TESTS
 from tests.torchx import commands as torchx_commands
 
@@ -27,14 +30,15 @@ EXAMPLES = DOCS / "examples"
 README = ROOT / "README.md"
 sys.path.insert(0, str(DOCS / "_ext"))
 
+import az_commands  # noqa: E402
 import azbatch_reference  # noqa: E402
+import shell_blocks  # noqa: E402
 
-PAGES = sorted(path for path in DOCS.rglob("*.md") if "_build" not in path.parts)
+PAGES = shell_blocks.pages()
 EXAMPLE_FILES = sorted(path for path in EXAMPLES.glob("*.py") if path.name != "__init__.py")
 
 # Fenced blocks that render something generated or included, never code written in the page.
 DIRECTIVES = {"literalinclude", "include", "toctree", "argparse"} | set(azbatch_reference.GENERATORS)
-FENCE = re.compile(r"^(?P<fence>`{3,}|~{3,})(?P<info>[^\n`]*)$")
 
 
 def _run_by_ci(make_target: str, runs: str) -> None:
@@ -77,8 +81,55 @@ def _parses_as_airflow_azbatch(command: str) -> None:
     get_parser().parse_args(argv[2:])  # exits (a test failure) on an unknown flag or command
 
 
+def _parses_as_the_preflight_module(command: str) -> None:
+    """``python -m airflow_provider_azbatch.preflight ...``, parsed by its parser (tests/lines runs it on each line)."""
+    from airflow_provider_azbatch.preflight.__main__ import build_parser
+
+    argv = shlex.split(command)
+    assert argv[:3] == ["python", "-m", "airflow_provider_azbatch.preflight"]
+    build_parser().parse_args(argv[3:])
+    _is_a_test("tests/lines/test_features_by_line.py::test_the_preflight_check_runs_on_every_line")
+
+
+def _checked_against_the_az_table(where: str, command: str) -> None:
+    """An ``az`` command (or an assignment capturing one) whose command and flags the table says were checked."""
+    invocations = az_commands.az_invocations(command)
+    if not invocations:  # a plain assignment: VAR=value
+        assert "$(" not in command, f"{where}: {command!r} runs a command no test checks"
+        assert "`" not in command, f"{where}: {command!r} runs a command no test checks"
+        return
+    _, table = az_commands.read_table()
+    for invocation in invocations:
+        row = table.get(invocation.name)
+        assert row, f"{where}: {invocation.name} is not in docs/reference/az-commands.md (scripts/check_az_commands.py)"
+        unchecked = invocation.flags - row.flags - az_commands.GLOBAL_FLAGS
+        assert not unchecked, f"{where}: {invocation.name} {sorted(unchecked)} were never checked against the CLI"
+
+
+def _system_tests(target: str) -> None:
+    """``pytest tests/system`` runs the system-test DAGs (make test runs tests/), each for ``target``."""
+    from tests.system import conftest as system
+
+    assert sorted((ROOT / "tests" / "system").glob("example_*.py")), "tests/system holds no system-test DAG"
+    assert target in system.TARGETS
+    _run_by_ci("test", "pytest")
+
+
 # Each shell command a page shows, and how a test or CI runs it.
 COMMANDS = {
+    # The GPU tutorial's offline run: tests/devenv/test_training_tutorial.py runs it as written.
+    training_tutorial.TRAINING_OFFLINE: lambda: _is_a_test(
+        "tests/devenv/test_training_tutorial.py::test_the_training_pipeline_runs_green_offline_as_the_tutorial_says"
+    ),
+    # The system tests (docs/howto/system-tests.md): against the local service in CI, a real account by choice.
+    ".venv/bin/pytest tests/system": lambda: _system_tests("local"),
+    'export AZBATCH_SYSTEM_TEST_CONN="$(cat azbatch-default.json)"': lambda: [
+        _system_tests("azure"),
+        _is_a_test(
+            "tests/system/test_teardown_always_runs.py::test_the_account_the_variable_names_is_the_one_the_dags_run_on"
+        ),
+    ],
+    ".venv/bin/pytest tests/system -k azure": lambda: _system_tests("azure"),
     "make demo": lambda: _run_by_ci("demo", "scripts/demo.py"),  # .ci/run: make compat-examples, every line
     "make test": lambda: _run_by_ci("test", "pytest"),
     # The local Batch service, installed by `make venv` from the checkout; `make test` runs its suite.
@@ -108,50 +159,12 @@ COMMANDS = {
 }
 
 
-def _blocks(page: Path) -> list[tuple[int, str, list[str]]]:
-    """(line, info string, body lines) of each fenced block of a Markdown page."""
-    blocks, lines, i = [], page.read_text(encoding="utf-8").splitlines(), 0
-    while i < len(lines):
-        opening = FENCE.match(lines[i])
-        if not opening:
-            i += 1
-            continue
-        fence, start, body = opening["fence"], i, []
-        i += 1
-        while i < len(lines) and lines[i].strip() != fence:
-            body.append(lines[i])
-            i += 1
-        blocks.append((start + 1, opening["info"].strip(), body))
-        i += 1
-    return blocks
-
-
-def _without_comment(line: str) -> str:
-    """A shell line without its comment: as in sh, a ``#`` that begins a word outside quotes starts one."""
-    quote, i = "", 0
-    while i < len(line):
-        char = line[i]
-        if char == "\\" and quote != "'":
-            i += 2  # an escaped character, quoted or not, is the character itself
-            continue
-        if quote:
-            quote = "" if char == quote else quote
-        elif char in "'\"":
-            quote = char
-        elif char == "#" and (i == 0 or line[i - 1] in " \t"):
-            return line[:i].rstrip()
-        i += 1
-    return line
+_blocks = shell_blocks.blocks
+_without_comment = shell_blocks.without_comment
 
 
 def _shell_commands() -> list[tuple[str, str]]:
-    found = []
-    for page in PAGES:
-        for line, info, body in _blocks(page):
-            if info in ("shell", "console", "bash", "sh"):
-                commands = (_without_comment(text) for text in body)
-                found += [(f"{page.relative_to(ROOT)}:{line}", command) for command in commands if command.strip()]
-    return found
+    return shell_blocks.shell_commands(PAGES, ROOT)
 
 
 @pytest.mark.parametrize(
@@ -186,8 +199,56 @@ def test_each_documented_command_is_run_or_checked_by_a_test(where, command):
     if command.startswith("airflow azbatch "):
         _parses_as_airflow_azbatch(command)
         return
+    if command.startswith("python -m airflow_provider_azbatch.preflight "):
+        _parses_as_the_preflight_module(command)
+        return
+    if command.startswith("az ") or az_commands.ASSIGNMENT.fullmatch(command):
+        _checked_against_the_az_table(where, command)
+        return
     assert command in COMMANDS, f"{where}: {command!r} is run by no test: add it to COMMANDS with how it is run"
     COMMANDS[command]()
+
+
+def test_the_az_table_is_every_az_command_the_docs_use_with_its_flags_and_reference():
+    """No row for a command no page uses, no flag no page passes, each row's reference page the command's own."""
+    version, _ = az_commands.read_table()
+    assert version, "docs/reference/az-commands.md names no azure-cli version"
+    used = az_commands.merge(
+        [invocation for _, command in _shell_commands() for invocation in az_commands.az_invocations(command)]
+    )
+    assert used, "no az command found in the docs"
+    assert az_commands.TABLE_PAGE.read_text(encoding="utf-8") == az_commands.render_table(used, version), (
+        "docs/reference/az-commands.md differs from the docs' az commands: run scripts/check_az_commands.py"
+    )
+
+
+@pytest.mark.parametrize(
+    ("line", "commands"),
+    [
+        ('az group create --name "$RG" -l eastus', [("group create", {"--name", "-l"})]),
+        (
+            'ID=$(az batch account show --name "$A" --query id --output tsv)',
+            [("batch account show", {"--name", "--query", "--output"})],
+        ),
+        ("RG=airflow-batch", []),
+        ("echo az", []),
+    ],
+)
+def test_az_lines_are_read_as_the_commands_and_flags_they_run(line, commands):
+    assert [(" ".join(c.words), set(c.flags)) for c in az_commands.az_invocations(line)] == commands
+
+
+def test_a_continued_shell_line_is_one_command():
+    body = ['az group create --name "$RG" \\', "  --location eastus  # the region", "", "# a comment", "make demo"]
+    assert shell_blocks.commands(body) == ['az group create --name "$RG" --location eastus', "make demo"]
+
+
+@pytest.mark.skipif(not shutil.which("az"), reason="the Azure CLI is not installed: the table is checked offline only")
+def test_the_az_table_is_what_the_installed_cli_accepts():
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "check_az_commands.py"), "--check"], capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
 def _load(path: Path) -> ModuleType:

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import re
 import subprocess
 import sys
@@ -19,7 +21,7 @@ LINE = ".".join(compat.AIRFLOW_VERSION.split(".")[:2])
 
 # The page's row -> the flag that detects it on the running line.
 DETECTED = {
-    "Killing a deferred task terminates its Batch job": compat.TRIGGER_ON_KILL,
+    "The triggerer tells a trigger of a kill (`on_kill`)": compat.TRIGGER_ON_KILL,
     "A retry finds its job in the task state store": compat.TASK_STATE_STORE,
     "Output checkpoints: a triggerer restart repeats no line": compat.TRIGGER_XCOM,
     "The connection form shows the provider's fields": compat.CONNECTION_FORM_FIELDS,
@@ -116,6 +118,32 @@ def test_airflow_azbatch_is_a_command_where_the_line_reads_provider_commands():
     else:
         assert done.returncode == 2
         assert "invalid choice: 'azbatch'" in done.stderr
+
+
+def test_the_preflight_check_runs_on_every_line(local_batch_service, monkeypatch):
+    """``python -m airflow_provider_azbatch.preflight`` (``airflow azbatch check`` where the line reads provider
+    commands): the connection read, the data plane used, a DAG file's pool parsed as this line's DAG processor does."""
+    from tests.airflow_helpers import azbatch_connection_json
+
+    dag_file = Path(__file__).resolve().parents[1] / "preflight" / "dags" / "scoring.py"
+    env = {name: value for name, value in os.environ.items() if name != "AIRFLOW__CORE__UNIT_TEST_MODE"}
+    env["AIRFLOW_CONN_AZBATCH_LINE"] = azbatch_connection_json(local_batch_service)
+    command = [sys.executable, "-m", "airflow_provider_azbatch.preflight", "--conn-id", "azbatch_line"]
+    done = subprocess.run(
+        [*command, "--dag-file", str(dag_file), "-o", "json"], env=env, capture_output=True, text=True, timeout=180
+    )
+
+    # No storage account, which the DAG's @task.azure_batch needs: not ready.
+    assert done.returncode == 1, done.stderr
+    statuses = {f["check"]: f["status"] for f in json.loads(done.stdout)["findings"]}
+    cpu = "pool[preflight_scoring.score, preflight_scoring.shards]"
+    assert {name: statuses[name] for name in ("dag_file", "batch.create_job", "storage.account", f"{cpu}.image")} == {
+        "dag_file": "ok",
+        "batch.create_job": "ok",
+        "storage.account": "failed",
+        f"{cpu}.image": "ok",
+    }
+    assert statuses["pool[preflight_scoring.report].exists"] == "failed"  # no such pool in this account
 
 
 @pytest.mark.skipif(compat.TRIGGER_XCOM, reason="this line gives triggers XCom")

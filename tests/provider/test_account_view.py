@@ -43,6 +43,7 @@ def slow_own_looks(monkeypatch):
     monkeypatch.setenv("AIRFLOW__AZBATCH__JOB_LOOKS_PER_SECOND", "0.001")
 
 
+@pytest.mark.serial
 def test_a_transition_between_two_looks_is_reported_once(local_batch_service, azbatch_default, shared_pool):
     hook = AzureBatchHook()
     job_id = _job(hook, shared_pool, "sleep 30")
@@ -74,6 +75,7 @@ def test_a_transition_between_two_looks_is_reported_once(local_batch_service, az
     assert account_view.open_view_count() == 0
 
 
+@pytest.mark.serial
 def test_a_job_ended_between_looks_fires_its_event_within_a_poll(azbatch_default, shared_pool, slow_own_looks):
     hook = AzureBatchHook()
     job_id = _job(hook, shared_pool, "sleep 2")
@@ -88,6 +90,7 @@ def test_a_job_ended_between_looks_fires_its_event_within_a_poll(azbatch_default
     assert fired - ended < 0.5 + 2  # a poll (the view's look) and the trigger's own look, not its 60 s
 
 
+@pytest.mark.serial
 def test_a_deleted_job_ends_its_trigger_at_the_next_look(azbatch_default, shared_pool, slow_own_looks):
     hook = AzureBatchHook()
     job_id = _job(hook, shared_pool, "sleep 60")

@@ -183,6 +183,7 @@ def test_pool_quota_is_named_too(airflow_db, faulty_conn, monkeypatch):
     )
 
 
+@pytest.mark.serial
 @pytest.mark.parametrize("deferrable", [False, True])
 def test_a_job_terminated_from_outside_while_its_tasks_wait_ends_the_task_soon(airflow_db, faulty_conn, deferrable):
     service = faulty_conn

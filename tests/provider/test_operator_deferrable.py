@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from datetime import datetime, timedelta
 
+import pytest
 from airflow.sdk import DAG
 from azure.batch import models as m
 
@@ -119,6 +120,7 @@ def test_an_auto_pools_last_lines_are_shown_though_its_nodes_are_gone(airflow_db
     assert [line for line in logs if line.startswith("[main] tail ")] == [f"[main] tail {n}" for n in range(1, 6)]
 
 
+@pytest.mark.serial
 def test_no_min_deferral_floor_when_triggers_run_in_line(airflow_db, azbatch_default, shared_pool, monkeypatch):
     # The floor guards against a race of Airflow's scheduler; under dag.test() / `airflow dags test` the trigger
     # runs in the task's own process and there is none: a 3-second job does not wait for the floor (30 s here).

@@ -7,6 +7,7 @@ import json
 import time
 import uuid
 
+import pytest
 from azure.batch import models as m
 
 from airflow_provider_azbatch.hooks import batch_async
@@ -215,6 +216,7 @@ def test_last_lines_too_many_for_an_event_are_left_to_the_task_to_read_again(azb
     assert shown == ["[t] first", "[t] last"]
 
 
+@pytest.mark.serial
 def test_no_event_fires_within_min_deferral_seconds_of_the_deferral(azbatch_default, shared_pool, monkeypatch):
     # Airflow's scheduler fails a task resumed before it saw the deferring worker's exit: a job that is over
     # already waits in the triggerer until min_deferral_seconds after the deferral.

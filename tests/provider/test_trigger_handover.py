@@ -1,6 +1,7 @@
 """A trigger handed to another triggerer (its own triggerer's heartbeat lapsed): Airflow 3.3 calls its on_kill
-as for a user's kill, and a trigger back from a stall meets a checkpoint the other one wrote. Against the local
-Batch service; the triggerer's answers (the task instance's state, the stored checkpoint) are given by the test."""
+as for a user's kill (3.0-3.2 only cancel it: tests/provider/test_trigger_kill.py), and a trigger back from a stall
+meets a checkpoint the other one wrote. Against the local Batch service; the triggerer's answers (the task
+instance's state, its job record, the stored checkpoint) are given by the test."""
 
 from __future__ import annotations
 
@@ -32,12 +33,15 @@ def _running_job(pool: str, command: str = "sleep 60") -> str:
 
 
 class TaskInState(AzureBatchJobTrigger):
-    """The trigger as a triggerer runs it, the task instance being in ``task_state``."""
+    """The trigger as a triggerer runs it, the task instance being in ``task_state`` (its job record: none)."""
 
     task_state = "deferred"
 
     async def _task_state(self) -> str | None:
         return self.task_state
+
+    async def _job_claim(self) -> dict | None:
+        return None
 
 
 def test_on_kill_leaves_the_job_of_a_task_still_deferred(azbatch_default, shared_pool, batch_client):
@@ -47,8 +51,8 @@ def test_on_kill_leaves_the_job_of_a_task_still_deferred(azbatch_default, shared
         asyncio.run(trigger.on_kill())
     assert batch_client.get_job(job_id).state == m.BatchJobState.ACTIVE
     assert (
-        f"Batch job {job_id} goes on: the task is still deferred, its trigger runs on another triggerer now"
-        in messages(logs)
+        f"Batch job {job_id} goes on: the task is still deferred "
+        "(its trigger moves to another triggerer, or this triggerer stops)" in messages(logs)
     )
 
     # Marked failed (or success, or cleared): the job is terminated.
@@ -93,6 +97,7 @@ def test_on_kill_leaves_the_job_when_the_task_state_cannot_be_read(azbatch_defau
     AzureBatchHook().terminate_job(job_id)
 
 
+@pytest.mark.serial
 def test_on_kill_finishes_though_the_triggerer_cancels_it_again(azbatch_default, shared_pool, batch_client):
     # The triggerer cancels a trigger it drops about every second until it is over, on_kill included.
     job_id = _running_job(shared_pool)
@@ -166,6 +171,7 @@ def _stalls_once(monkeypatch, pool: str) -> tuple[str, StallsOnce]:
     return job_id, StallsOnce("azbatch_default", state.to_json(), poll_interval=0.2)
 
 
+@pytest.mark.serial
 def test_a_trigger_back_from_a_stall_stands_by_then_continues_from_a_further_checkpoint(
     azbatch_default, local_batch_service, shared_pool, monkeypatch
 ):
@@ -296,6 +302,7 @@ def _run_with_faults(service, trigger: AzureBatchJobTrigger, faults: str) -> tup
     return event, said, [int(line.split()[-1]) for line in logged + carried]
 
 
+@pytest.mark.serial
 def test_a_poll_that_spans_a_stall_shows_nothing_it_read(
     azbatch_default, local_batch_service, shared_pool, monkeypatch
 ):

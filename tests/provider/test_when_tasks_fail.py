@@ -41,6 +41,7 @@ def _ended_within(batch_client, job_id: str, failed_task: str, seconds: float) -
     return took
 
 
+@pytest.mark.serial
 @pytest.mark.parametrize("deferrable", MODES)
 def test_a_task_waiting_on_a_failed_task_ends_the_wait_naming_both(
     airflow_db, azbatch_default, shared_pool, batch_client, deferrable
@@ -71,6 +72,7 @@ def test_a_task_waiting_on_a_failed_task_ends_the_wait_naming_both(
     assert batch_client.get_task(job_id, "b").state == m.BatchTaskState.ACTIVE  # it never ran
 
 
+@pytest.mark.serial
 @pytest.mark.parametrize("deferrable", MODES)
 def test_a_chain_and_a_fan_in_behind_one_failure_end_the_same_way(
     airflow_db, azbatch_default, shared_pool, batch_client, deferrable
@@ -110,6 +112,7 @@ def test_a_chain_and_a_fan_in_behind_one_failure_end_the_same_way(
     assert sum(state == m.BatchTaskState.ACTIVE for state in states.values()) == 52
 
 
+@pytest.mark.serial
 @pytest.mark.parametrize("deferrable", MODES)
 def test_fail_fast_ends_a_200_task_job_at_its_first_failure(
     airflow_db, azbatch_default, shared_pool, batch_client, deferrable, tmp_path

@@ -5,9 +5,12 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pytest
+
 from airflow_provider_azbatch.triggers.job import Checkpoints
 
 
+@pytest.mark.serial
 def test_writes_are_bounded_coalesced_and_the_last_state_is_kept():
     written: list[dict] = []
 
@@ -52,6 +55,7 @@ def test_nothing_is_written_before_not_before_nor_when_nothing_moved():
     assert written == []
 
 
+@pytest.mark.serial
 def test_offering_never_waits_for_a_write():
     release = asyncio.Event
 

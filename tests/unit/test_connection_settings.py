@@ -277,42 +277,47 @@ def test_managed_and_workload_identity_need_no_other_fields():
 
 
 @pytest.mark.parametrize(
-    ("cloud", "scope", "authority", "portal"),
+    ("cloud", "scope", "authority", "portal", "manager"),
     [
         (
             None,
             "https://batch.core.windows.net//.default",
             "https://login.microsoftonline.com",
             "https://portal.azure.com",
+            "https://management.azure.com",
         ),
         (
             "public",
             "https://batch.core.windows.net//.default",
             "https://login.microsoftonline.com",
             "https://portal.azure.com",
+            "https://management.azure.com",
         ),
         (
             "us_government",
             "https://batch.core.usgovcloudapi.net//.default",
             "https://login.microsoftonline.us",
             "https://portal.azure.us",
+            "https://management.usgovcloudapi.net",
         ),
         (
             "China",
             "https://batch.chinacloudapi.cn//.default",
             "https://login.chinacloudapi.cn",
             "https://portal.azure.cn",
+            "https://management.chinacloudapi.cn",
         ),
     ],
 )
-def test_clouds(cloud, scope, authority, portal):
+def test_clouds(cloud, scope, authority, portal, manager):
     extra = {"account_url": ACCOUNT_URL}
     if cloud is not None:
         extra["cloud"] = cloud
 
     settings = make_settings(extra, login="acct", password=ACCOUNT_KEY)
 
-    assert settings.cloud == AzureCloud((cloud or "public").lower(), scope, authority, portal)
+    assert settings.cloud == AzureCloud((cloud or "public").lower(), scope, authority, portal, manager)
+    assert settings.cloud.resource_manager_scope == f"{manager}/.default"
     assert settings.token_scope == scope
     assert settings.authority_host == authority
 
@@ -333,10 +338,18 @@ def test_cloud_overrides():
     )
 
     assert settings.cloud == AzureCloud(
-        "us_government", "https://batch.gov.example//.default", "https://login.gov.example", "https://portal.azure.us"
+        "us_government",
+        "https://batch.gov.example//.default",
+        "https://login.gov.example",
+        "https://portal.azure.us",
+        "https://management.usgovcloudapi.net",
     )
     assert only_authority.cloud == AzureCloud(
-        "public", "https://batch.core.windows.net//.default", "https://login.local:8443", "https://portal.azure.com"
+        "public",
+        "https://batch.core.windows.net//.default",
+        "https://login.local:8443",
+        "https://portal.azure.com",
+        "https://management.azure.com",
     )
 
 
@@ -353,6 +366,31 @@ def test_custom_cloud():
     )
 
     assert settings.cloud == AzureCloud("custom", "https://batch.example//.default", "https://login.example", "")
+    # No Resource Manager known: the preflight check says it cannot read the quotas, and why.
+    assert settings.cloud.resource_manager_scope == ""
+
+
+def test_resource_manager_override():
+    settings = make_settings(
+        {
+            "account_url": ACCOUNT_URL,
+            "cloud": "custom",
+            "authority_host": "https://login.example",
+            "token_scope": "https://batch.example//.default",
+            "resource_manager_url": "https://arm.example/",
+        },
+        login="acct",
+        password=ACCOUNT_KEY,
+    )
+
+    assert settings.cloud.resource_manager_url == "https://arm.example"
+    assert settings.cloud.resource_manager_scope == "https://arm.example/.default"
+    with pytest.raises(ConnectionConfigError, match="resource_manager_url must be an https endpoint without a path"):
+        make_settings(
+            {"account_url": ACCOUNT_URL, "resource_manager_url": "http://arm.example/x"},
+            login="acct",
+            password=ACCOUNT_KEY,
+        )
 
 
 @pytest.mark.parametrize(
@@ -416,6 +454,7 @@ def test_all_extras_are_read_and_stripped():
             "https://batch.core.windows.net//.default",
             "https://login.microsoftonline.com",
             "https://portal.azure.com",
+            "https://management.azure.com",
         ),
         tenant_id="tenant",
         client_id="client",

@@ -73,3 +73,61 @@ def test_a_size_outside_the_catalog_has_no_estimate_but_its_times():
     assert report.estimate_usd is None
     assert report.lines()[0].startswith("Cost estimate: no estimate (standard_unknown_v9 is not in the catalog)")
     assert report.node_seconds == {"dedicated": 3600.0}
+
+
+def test_a_pools_idle_time_is_counted_between_samples_from_what_the_earlier_one_saw():
+    from airflow_provider_azbatch.results.cost import IdlePool, idle_pool_lines, sampled_idle_pool
+    from airflow_provider_azbatch.watching import idle_time
+    from airflow_provider_azbatch.watching.state import NodeTimes, WatchState
+
+    state = WatchState(job_id="job", pool_id="p")
+    up = [
+        NodeTimes("a", True, None, "running"),
+        NodeTimes("b", True, None, "idle"),
+        NodeTimes("c", False, None, "idle"),
+    ]
+    assert idle_time.sample_due(state, "p", 100.0, moved=False)
+    idle_time.sample(state, "p", up, 100.0)
+    assert not idle_time.sample_due(state, "p", 105.0, moved=True)
+    assert idle_time.sample_due(state, "p", 110.0, moved=True)
+    assert idle_time.sample_due(state, "p", 160.0, moved=False)
+    # 60 s with 2 idle of 3 paid; then a preempted Spot node is not paid.
+    idle_time.sample(state, "p", [*up[:2], NodeTimes("c", False, None, "preempted")], 160.0)
+    idle_time.sample(state, "p", None, 190.0)  # 30 s with 1 idle of 2 paid; then the pool is gone
+    idle_time.sample(state, "p", None, 250.0)
+    record = state.pool_idle["p"]
+    assert record["idle_seconds"] == {"dedicated": 60.0 + 30.0, "spot": 60.0}
+    assert record["paid_seconds"] == {"dedicated": 120.0 + 60.0, "spot": 60.0}
+    pool = sampled_idle_pool("p", record, "standard_d2s_v3", load_catalog())
+    hourly = load_catalog().get("standard_d2s_v3").hourly_usd
+    assert pool == IdlePool("p", "standard_d2s_v3", 150.0, 240.0, hourly, "sampled")
+    assert idle_pool_lines([pool]) == [
+        f"Idle nodes during the run (paid, running no task): ${150 / 3600 * hourly:.4f} at list prices",
+        f"  pool p (standard_d2s_v3): 0.042 of 0.067 paid node-h idle, about ${150 / 3600 * hourly:.4f} at list "
+        "prices (its nodes sampled as the job ran)",
+    ]
+
+
+def test_a_pool_is_flagged_when_a_node_stays_idle_past_its_interval_and_the_margin():
+    from datetime import datetime, timedelta, timezone
+    from types import SimpleNamespace
+
+    from airflow_provider_azbatch.cli.idle_pools import idle_verdict
+
+    now = datetime(2026, 1, 1, 12, tzinfo=timezone.utc)
+    fixed = SimpleNamespace(enable_auto_scale=False, auto_scale_evaluation_interval=None)
+    scaled = SimpleNamespace(enable_auto_scale=True, auto_scale_evaluation_interval=timedelta(minutes=15))
+    nodes = [now - timedelta(minutes=11), now - timedelta(minutes=2), None]
+    assert idle_verdict(fixed, nodes, now, 300) == {
+        "idle_seconds": 660.0,
+        "idle_threshold_seconds": 600.0,
+        "idle_too_long": True,
+    }
+    assert idle_verdict(scaled, nodes, now, 300)["idle_too_long"] is False  # 15 minutes + 5 not reached
+    assert idle_verdict(scaled, [], now, 300) == {
+        "idle_seconds": None,
+        "idle_threshold_seconds": 1200.0,
+        "idle_too_long": False,
+    }
+    as_text = SimpleNamespace(enable_auto_scale=True, auto_scale_evaluation_interval="PT10M")
+    assert idle_verdict(as_text, nodes, now, 0)["idle_threshold_seconds"] == 600.0

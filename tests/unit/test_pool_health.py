@@ -55,8 +55,35 @@ def test_a_shared_pool_made_by_another_version_of_the_formula_is_reused_if_its_b
     assert formula_outdated(wanted, wanted) is False
     bigger = BatchPool.shared("p", requirements={"cpus": 1}, max_nodes=8).pool_body(containers=False, multi_node=1)
     assert pool_differences(older, bigger) == [
-        "autoscale (target, slots per node, min, max) is ('$TargetDedicatedNodes', 2, 0, 4), this task wants "
-        "('$TargetDedicatedNodes', 2, 0, 8)"
+        "autoscale is 0 to 4 dedicated nodes of 2 task slots, this task wants 0 to 8 dedicated nodes of 2 task slots"
     ]
     hand_written = dict(wanted, autoScaleFormula="$TargetDedicatedNodes = 3;")
     assert pool_differences(hand_written, wanted)[0].startswith("autoScaleFormula is '$TargetDedicatedNodes = 3;'")
+
+
+def test_a_pool_made_for_multi_node_tasks_before_0_5_is_told_by_its_bounds_and_hash():
+    from airflow_provider_azbatch.compute.autoscale import autoscale_formula
+    from airflow_provider_azbatch.pools.comparison import as_older_versions_made_it, spec_differences, with_spec_hash
+    from airflow_provider_azbatch.pools.strategy import BatchPool
+
+    wanted = BatchPool.shared("p", requirements={"cpus": 1}, max_nodes=4).pool_body(containers=False, multi_node=3)
+    unhashed = {key: value for key, value in wanted.items() if key != "metadata"}
+    older = with_spec_hash({**unhashed, "autoScaleFormula": autoscale_formula(4, min_nodes=3)})
+    assert spec_differences(older, wanted) == [
+        "autoscale is 3 to 4 dedicated nodes of 1 task slot, this task wants 0 to 4 dedicated nodes of 1 task slot, "
+        "at least 3 while tasks are pending"
+    ]
+    # As 0.4 made it for these same settings: its hash says so.
+    assert spec_differences(older, as_older_versions_made_it(wanted)) == []
+    # The same bounds, created with something else (here: another VM size's hash): not an older version's pool.
+    other = {**older, "metadata": with_spec_hash({**unhashed, "vmSize": "standard_d4s_v3"})["metadata"]}
+    assert spec_differences(other, as_older_versions_made_it(wanted))[0].startswith(
+        "it was created with another specification"
+    )
+    # Pools of single-node tasks compare as they did: nothing older to look for.
+    assert (
+        as_older_versions_made_it(
+            BatchPool.shared("p", requirements={"cpus": 1}).pool_body(containers=False, multi_node=1)
+        )
+        is None
+    )

@@ -99,6 +99,7 @@ def test_every_config_option_is_documented(info):
         "max_read_bytes",
         "sas_hours",
         "pool_check_interval",
+        "idle_node_margin",
         "submit_retry_seconds",
         "quota_wait_seconds",
         "quota_retry_seconds",
@@ -114,6 +115,7 @@ def test_every_config_option_is_documented(info):
         "workspace_max_mb",
         "workspace_container",
         "workspace_prefix",
+        "node_logs_container",
     }
     for name, option in options.items():
         assert isinstance(option["description"], str), name
@@ -224,6 +226,7 @@ def test_every_connection_field_is_read():
         "cloud": "us_government",
         "authority_host": "https://login.gov.example",
         "token_scope": "https://batch.gov.example//.default",
+        "resource_manager_url": "https://management.gov.example",
         "ca_bundle": "/ca.pem",
         "subscription_id": "sub",
         "resource_group": "rg",
@@ -241,6 +244,8 @@ def test_every_connection_field_is_read():
             assert settings.authority_host == value
         elif name == "token_scope":
             assert settings.token_scope == value
+        elif name == "resource_manager_url":
+            assert settings.cloud.resource_manager_url == value
         elif name == "auth_method":
             assert settings.auth_method is AuthMethod.SERVICE_PRINCIPAL
         else:

@@ -385,6 +385,10 @@ class WaitingJob(Batch):
         self._called("list_nodes_in_states")
         return []
 
+    def list_pool_nodes(self, pool_id: str) -> list[Any]:
+        self._called("list_pool_nodes")
+        return []
+
 
 def test_the_pool_is_looked_at_only_while_tasks_wait_and_then_every_interval():
     watcher, _ = _watcher(expected=1, pool_id="p", pool_check_interval=30.0)
@@ -395,6 +399,9 @@ def test_the_pool_is_looked_at_only_while_tasks_wait_and_then_every_interval():
     for now in (1.0, 2.0, 30.0, 31.0):
         _step(watcher, batch, now=now)
     assert batch.calls["get_pool_snapshot"] == 2
+    # Its nodes, for what they cost idle: at the first look; the counts that moved a second later are too soon
+    # (10 s apart at least), and the next minute is not over.
+    assert batch.calls["list_pool_nodes"] == 1
 
 
 def _pool(errors=(), current=0, allocation="steady") -> batch_models.BatchPool:
@@ -456,6 +463,8 @@ def test_watch_state_json_round_trip_holds_no_clock_readings():
         "waits_for_preparation": False,
         "has_release": False,
         "blocked": None,
+        "spot": None,
+        "pool_idle": {},
     }
     assert WatchState.from_json(data) == watcher.state
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+import pytest
 from airflow.sdk import DAG
 
 from airflow_provider_azbatch.compute import load_catalog
@@ -48,16 +49,39 @@ def test_an_auto_pool_job_reports_its_node_time_cost_and_idle_share(airflow_db, 
     assert tail[0].startswith("Cost estimate: $")
     assert tail[1] == f"  node time: {paid / 3600:.3f} h of {vm_size} (dedicated)"
     assert tail[-1] == f"  idle: {cost['idle_share']:.0%} of the paid node time ran no task"
+    # What its pool cost idle during the run: the job's own pool, from its node time.
+    (idle,) = result["idle_pools"].values()
+    assert idle["how"] == "node time"
+    assert idle["paid_node_seconds"] == round(paid, 1)
+    assert idle["idle_node_seconds"] == pytest.approx(paid * cost["idle_share"], abs=0.2)
+    at = logs.index(next(line for line in logs if line.startswith("Idle nodes during the run")))
+    assert logs[at] == f"Idle nodes during the run (paid, running no task): ${idle['idle_usd']:.4f} at list prices"
+    assert logs[at + 1] == (
+        f"  pool {result['pool_id']} ({vm_size}): {idle['idle_node_seconds'] / 3600:.3f} of {paid / 3600:.3f} paid "
+        f"node-h idle, about ${idle['idle_usd']:.4f} at list prices (its node time)"
+    )
 
 
 def test_a_shared_pool_job_is_charged_its_task_time_per_slot(airflow_db, azbatch_default, shared_pool):
     with DAG("cost_shared_pool", schedule=None, start_date=START) as dag:
         AzureBatchJobOperator(task_id="job", pool_id=shared_pool, command="sleep 1", poll_interval=0.3)
-    run, _ = run_dag(dag)
+    run, logs = run_dag(dag)
     assert run.state == "success"
-    cost = run.get_task_instance("job").xcom_pull(task_ids="job")["cost"]
+    result = run.get_task_instance("job").xcom_pull(task_ids="job")
+    cost = result["cost"]
     hourly = load_catalog().get("standard_d2s_v3").hourly_usd
     assert cost["basis"] == "task time per slot"
     assert cost["idle_share"] is None
     assert cost["task_seconds"] >= 1.0
     assert abs(cost["estimate_usd"] - cost["task_seconds"] / 3600 * hourly / 4) < 1e-4
+    # What the shared pool cost idle while the job ran: its two nodes sampled (at the first look, as the counts
+    # moved and at the end), at least one of them idle all along.
+    idle = result["idle_pools"][shared_pool]
+    assert idle["how"] == "sampled"
+    assert 0 < idle["idle_node_seconds"] < idle["paid_node_seconds"]
+    assert idle["paid_node_seconds"] >= 2 * 1.0  # two nodes, paid through the task's second at least
+    assert idle["idle_usd"] == pytest.approx(idle["idle_node_seconds"] / 3600 * hourly, abs=1e-6)
+    line = next(line for line in logs if line.startswith(f"  pool {shared_pool} "))
+    assert line.endswith(
+        f"paid node-h idle, about ${idle['idle_usd']:.4f} at list prices (its nodes sampled as the job ran)"
+    )

@@ -116,5 +116,8 @@ def test_training_pipeline_example_runs_green(airflow_db, azbatch_with_storage, 
     assert metrics["nodes"] == 2
     promoted = run.get_task_instance("promote")
     assert (promoted.state, run.get_task_instance("hold").state) == ("success", "skipped")
-    assert promoted.xcom_pull(task_ids="promote").startswith("promoted the model of ")
+    assert (
+        promoted.xcom_pull(task_ids="promote")
+        == f"promoted the model of {run.run_id}: mean absolute error {metrics['mae']}"
+    )
     service.close()

@@ -9,7 +9,14 @@ so that azure-identity's real ``ClientSecretCredential`` / ``CertificateCredenti
 from it (``authority=<service url>``, ``disable_instance_discovery=True``). The Batch endpoints
 then accept those tokens. What is checked, in order: the JWT signature (HS256, a secret made at
 start, so only tokens from this process pass), expiry, the tenant, and the audience (one of the
-Batch resources of the public, US government and China clouds).
+Batch resources of the public, US government and China clouds; for the management plane, one of the
+Azure Resource Manager resources, or the service's own URL as a custom cloud's ARM audience). Tokens for Azure
+Storage are issued too (for a storage emulator such as Azurite with ``--oauth basic``), in the v1 form Entra ID
+gives them (issuer ``https://sts.windows.net/<tenant>/``); this service does not accept them.
+
+Tokens carry the claims of Entra ID's app-only v2 tokens that a client reads to say who it is: ``tid``,
+``oid`` (the principal's object id), ``azp`` and ``appid`` (its application id), ``idtyp`` ``app``. What a
+principal may do is its role assignments (``auth/roles.py``).
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ import jwt
 from aiohttp import web
 from cryptography import x509
 
+from local_azure_batch.auth.roles import RoleAssignment
 from local_azure_batch.model.errors import BatchServiceError
 
 BATCH_AUDIENCES = (
@@ -32,7 +40,29 @@ BATCH_AUDIENCES = (
     "https://batch.core.usgovcloudapi.net/",
     "https://batch.chinacloudapi.cn/",
 )
+# Azure Resource Manager's resources in the public, US government and China clouds (both names of each).
+MANAGEMENT_AUDIENCES = (
+    "https://management.azure.com/",
+    "https://management.core.windows.net/",
+    "https://management.usgovcloudapi.net/",
+    "https://management.core.usgovcloudapi.net/",
+    "https://management.chinacloudapi.cn/",
+    "https://management.core.chinacloudapi.cn/",
+)
+# Azure Storage's resource. Entra ID issues its tokens in the v1 format, issuer https://sts.windows.net/<tenant>/,
+# which is what a storage emulator checks (Azurite with --oauth basic: the issuer's prefix and the audience).
+STORAGE_AUDIENCES = ("https://storage.azure.com/",)
 TOKEN_LIFETIME_SECONDS = 3600
+
+
+class TokenProblem(Exception):
+    """A bearer token this authority does not accept; ``kind``: signature, expired, audience or tenant."""
+
+    def __init__(self, kind: str, detail: str, claims: dict | None = None) -> None:
+        super().__init__(detail)
+        self.kind = kind
+        self.detail = detail
+        self.claims = claims or {}
 
 
 @dataclass
@@ -40,6 +70,9 @@ class ServicePrincipal:
     client_id: str
     secret: str | None = None
     certificate_path: Path | None = None
+    # The principal's object id in the tenant (the ``oid`` claim; role assignments name it).
+    object_id: str = ""
+    roles: frozenset[RoleAssignment] = frozenset()
 
     def certificate_public_key(self):
         if self.certificate_path is None:
@@ -102,21 +135,30 @@ class TokenAuthority:
             return error
         scope = str(form.get("scope", ""))
         audience = scope.split(" ")[0].removesuffix(".default").rstrip("/") + "/"
-        if audience not in BATCH_AUDIENCES:
+        known = (*BATCH_AUDIENCES, *MANAGEMENT_AUDIENCES, *STORAGE_AUDIENCES, f"{self._base(request)}/")
+        if audience not in known:
             return _aad_error(
                 400,
                 "invalid_scope",
                 f"AADSTS500011: The resource principal named {scope} was not found; "
-                f"the local Batch service issues tokens for {', '.join(BATCH_AUDIENCES)} only.",
+                f"the local Batch service issues tokens for {', '.join(known)} only.",
             )
         now = int(time.time())
         token = jwt.encode(
             {
                 "aud": audience,
-                "iss": f"{self._base(request)}/{tenant}/v2.0",
+                "iss": (
+                    f"https://sts.windows.net/{tenant}/"
+                    if audience in STORAGE_AUDIENCES
+                    else f"{self._base(request)}/{tenant}/v2.0"
+                ),
                 "tid": tenant,
+                "oid": principal.object_id,
+                "azp": client_id,
                 "appid": client_id,
-                "sub": client_id,
+                "idtyp": "app",
+                "sub": principal.object_id or client_id,
+                "ver": "2.0",
                 "iat": now,
                 "nbf": now - 60,
                 "exp": now + TOKEN_LIFETIME_SECONDS,
@@ -177,24 +219,42 @@ class TokenAuthority:
         )
 
     # -- checking --------------------------------------------------------------------------------
-    def verify_bearer(self, token: str) -> dict:
+    def decode(self, token: str, audiences: tuple[str, ...]) -> dict:
+        """The token's claims, if this authority signed it for one of ``audiences``, unexpired, for its tenant."""
         try:
             claims = jwt.decode(
                 token,
                 self.signing_secret,
                 algorithms=["HS256"],
-                audience=list(BATCH_AUDIENCES),
+                audience=list(audiences),
                 options={"require": ["exp", "aud", "tid"]},
             )
         except jwt.ExpiredSignatureError:
-            raise _token_error("The access token has expired.") from None
+            raise TokenProblem("expired", "The access token has expired.") from None
         except jwt.InvalidAudienceError:
-            raise _token_error("The access token audience is not an Azure Batch resource.") from None
+            unverified = jwt.decode(token, options={"verify_signature": False})
+            raise TokenProblem("audience", "The access token has the wrong audience.", unverified) from None
         except jwt.PyJWTError as exc:
-            raise _token_error(f"The access token is not valid: {exc}.") from None
+            raise TokenProblem("signature", f"The access token is not valid: {exc}.") from None
         if claims.get("tid") != self.tenant_id:
-            raise _token_error("The access token was issued for another tenant.")
+            raise TokenProblem("tenant", "The access token was issued for another tenant.", claims)
         return claims
+
+    def verify_bearer(self, token: str) -> dict:
+        """The claims of a token for the Batch data plane, or the service's 401 ``AuthenticationFailed``."""
+        try:
+            return self.decode(token, BATCH_AUDIENCES)
+        except TokenProblem as problem:
+            detail = (
+                "The access token audience is not an Azure Batch resource."
+                if problem.kind == "audience"
+                else problem.detail
+            )
+            raise _token_error(detail) from None
+
+    def principal(self, claims: dict) -> ServicePrincipal | None:
+        """The principal a verified token was issued to."""
+        return self.principals.get(str(claims.get("appid", "")))
 
 
 def _token_error(detail: str) -> BatchServiceError:

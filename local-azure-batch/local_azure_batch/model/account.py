@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from local_azure_batch.account import DEV_LOCATION
 from local_azure_batch.runner.process import ProcessRunner
 from local_azure_batch.runner.transfers import BlobTransfers, TransferAgent
 
@@ -46,6 +47,8 @@ class ServiceSettings:
     # At most this many nodes (dedicated and low priority, all pools) in the account; None: no limit.
     # Stands in for the account's core quotas, which a simulated node has no cores to count against.
     node_quota: int | None = None
+    # At most this many Spot nodes of the account up at once (model/spot.py); None: as many as pools ask for.
+    spot_capacity: int | None = None
     # The account's active job and job schedule quota, and its pool quota; None: no limit.
     job_quota: int | None = None
     pool_quota: int | None = None
@@ -57,6 +60,9 @@ class ServiceSettings:
     mount_sources: dict[str, str] = field(default_factory=dict)
     # VM sizes accepted besides the shipped list (data/vm_sizes.json), lower case: sizes newer than the list.
     extra_vm_sizes: frozenset[str] = frozenset()
+    # The region the account is in, and the sizes (lower case) it does not offer: pools of those are refused.
+    location: str = DEV_LOCATION
+    unavailable_vm_sizes: frozenset[str] = frozenset()
     # Where the account's state is saved and loaded from (model/persistence.py); None: kept in memory only.
     state_dir: Path | None = None
     # How often a changed state is saved while the service runs (it is saved on stop too).

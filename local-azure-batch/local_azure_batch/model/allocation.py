@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+from collections.abc import Callable
 from typing import Any
 
 from local_azure_batch.lang.image_reference import reference_problem
@@ -18,6 +19,7 @@ from .pools import (
     IDLE,
     LEAVING_POOL,
     POOL_DELETING,
+    PREEMPTED,
     RESIZING,
     START_TASK_FAILED,
     STARTING,
@@ -52,6 +54,10 @@ QUOTA_ERRORS = {
 class Allocation:
     def __init__(self, account: Account) -> None:
         self.account = account
+        # How many more Spot nodes Azure has capacity for (None: any number); model/spot.py sets it.
+        self.spot_room: Callable[[], int | None] = lambda: None
+        # Called when a Spot node has left its pool (its capacity may serve a pool seeking some).
+        self.spot_freed: Callable[[], None] = lambda: None
 
     def resize(self, pool: Pool) -> None:
         """Start moving the node count towards the targets."""
@@ -61,6 +67,7 @@ class Allocation:
         pool.resize_started = utcnow()
         pool.resize_errors = []
         free = self.account.free_node_quota()
+        pool.seeking_spot = False
         for dedicated, target in ((True, pool.target_dedicated), (False, pool.target_low_priority)):
             members = pool.members(dedicated)
             if target > len(members):
@@ -70,6 +77,10 @@ class Allocation:
                     pool.resize_errors.append(dict(QUOTA_ERRORS[dedicated]))
                 if free is not None:
                     free -= allowed
+                room = None if dedicated else self.spot_room()
+                if room is not None and room < allowed:
+                    # No Spot capacity for the rest now: no error, the pool seeks them as Spot pools do.
+                    allowed, pool.seeking_spot = room, True
                 for _ in range(allowed):
                     pool.node_counter += 1
                     node = ComputeNode(
@@ -80,18 +91,22 @@ class Allocation:
                         self.account.new_node_address(),
                     )
                     pool.nodes[node.id] = node
-                    self.account.spawn(self._boot(node))
+                    self.account.spawn(self.boot(node))
             elif target < len(members):
-                # The service gives up idle and still-booting nodes before busy ones.
-                order = sorted(members, key=lambda node: (len(node.running), node.state != IDLE, -node.index))
+                # The service gives up preempted, idle and still-booting nodes before busy ones.
+                order = sorted(
+                    members,
+                    key=lambda node: (len(node.running), node.state != PREEMPTED, node.state != IDLE, -node.index),
+                )
                 for node in order[: len(members) - target]:
                     node.leaving = True
                     node.removal = self.account.spawn(self.remove(node, pool.deallocation_option))
         self.check(pool)
 
     def stop_resize(self, pool: Pool) -> None:
-        """Nodes still being allocated are given up; nodes still to leave stay."""
+        """Nodes still being allocated are given up (and Spot nodes no longer sought); nodes still to leave stay."""
         pool.set_allocation(STOPPING)
+        pool.seeking_spot = False
         for node in list(pool.nodes.values()):
             if node.state == CREATING:
                 self.forget(node)
@@ -104,11 +119,14 @@ class Allocation:
         """A resizing pool whose nodes are all up (or gone) is steady again."""
         if (
             pool.allocation_state == RESIZING
+            and not pool.seeking_spot
             and all(node.state not in (CREATING, STARTING) and not node.leaving for node in pool.nodes.values())
         ) or (pool.allocation_state == STOPPING and all(not node.leaving for node in pool.nodes.values())):
             pool.set_allocation(STEADY)
 
-    async def _boot(self, node: ComputeNode) -> None:
+    async def boot(self, node: ComputeNode) -> None:
+        """Bring a node up (a new one, or one rebooted, reimaged or started again): starting, its mounts and
+        images, its start task, then idle."""
         half = self.account.settings.node_start_seconds / 2
         await asyncio.sleep(half)
         if node.pool.nodes.get(node.id) is not node:
@@ -129,12 +147,13 @@ class Allocation:
                 ok = await self._run_start_task(node, start_task)
                 if node.pool.nodes.get(node.id) is not node:
                     return
-                node.set_state(IDLE if ok else START_TASK_FAILED)
+                node.set_state(node.ready_state if ok else START_TASK_FAILED)
             else:
-                node.set_state(IDLE)
+                node.set_state(node.ready_state)
                 self.account.spawn(self._run_start_task(node, start_task))
         else:
-            node.set_state(IDLE)
+            node.set_state(node.ready_state)
+        node.recovering = False
         self.check(node.pool)
         self.account.kick()
 
@@ -209,8 +228,14 @@ class Allocation:
                 settings=start_task.get("environmentSettings") or [],
                 identity=start_task,
             )
+            node.agent_log(f"start task started (try {retry + 1}): {start_task['commandLine']}")
             outcome = await self.account.runner.run(spec, RunHandle())
             info.update(state="completed", endTime=iso(outcome.end_time))
+            if outcome.ended_by == "launch_failed":
+                node.agent_log(f"start task could not start: {outcome.error}", "ERROR")
+            else:
+                level = "INFO" if outcome.exit_code == 0 else "ERROR"
+                node.agent_log(f"start task exited with code {outcome.exit_code}", level)
             if outcome.exit_code is not None:
                 info["exitCode"] = outcome.exit_code
             if outcome.exit_code == 0:
@@ -235,6 +260,8 @@ class Allocation:
         self.forget(node)
         self.check(node.pool)
         self.account.kick()
+        if not node.is_dedicated:
+            self.spot_freed()
 
     async def drain(self, node: ComputeNode, option: str) -> None:
         """Make the node's running tasks go, as the deallocation option says."""

@@ -15,7 +15,7 @@ from .allocation import Allocation
 from .clock import iso, utcnow
 from .errors import BatchServiceError, invalid_property
 from .jobs import COMPLETED_JOB, DELETING
-from .pools import STEADY, Pool
+from .pools import PREEMPTED, STEADY, Pool
 from .tasks import RUNNING
 
 # Formulas the service refuses outright rather than recording a failed evaluation.
@@ -99,7 +99,9 @@ class AutoScaling:
             if (job.pool_id or "").lower() != pool.key or job.state in (COMPLETED_JOB, DELETING):
                 continue
             if job.is_schedulable:
-                active += job.active_ready_count()
+                active += job.active_ready_instances()
+            # A running multi-instance task is one task here: the documentation says how $ActiveTasks counts
+            # one, not how $RunningTasks does, and "the number of tasks in a running state" reads as one.
             running += job.counts[RUNNING]
             succeeded += job.counts["succeeded"]
             failed += job.counts["failed"]
@@ -115,7 +117,7 @@ class AutoScaling:
                 "$CurrentDedicatedNodes": float(dedicated),
                 "$CurrentLowPriorityNodes": float(low),
                 "$UsableNodeCount": float(sum(1 for node in pool.nodes.values() if node.usable)),
-                "$PreemptedNodeCount": 0.0,
+                "$PreemptedNodeCount": float(sum(1 for node in pool.nodes.values() if node.state == PREEMPTED)),
             }
         )
 

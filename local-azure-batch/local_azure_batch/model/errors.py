@@ -92,6 +92,11 @@ def authentication_failed(detail: str) -> BatchServiceError:
     )
 
 
+def authorization_failure() -> BatchServiceError:
+    """A valid token of a principal without a role on the account's data plane (as a real answer reads)."""
+    return BatchServiceError(403, "AuthorizationFailure", "This request is not authorized to perform this operation.")
+
+
 def request_body_too_large(limit_bytes: int) -> BatchServiceError:
     # The code is what azure-batch's create_tasks looks for before it halves its chunk of tasks.
     return BatchServiceError(

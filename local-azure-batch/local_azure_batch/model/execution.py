@@ -169,8 +169,9 @@ class Execution:
             node.remove_task(task)
             self.account.kick()
             return
-        if reason == "requeue":
-            task.requeue()
+        if reason in ("requeue", "preempted"):
+            # A preemption is no user request: it does not count in requeueCount (see Task.requeue).
+            task.requeue(counted=reason == "requeue")
             node.remove_task(task)
             job.change_task_state(task, ACTIVE)
             job.ready.appendleft(task)

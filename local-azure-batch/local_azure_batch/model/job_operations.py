@@ -64,6 +64,8 @@ class JobOperations:
             require_id=False,
             subscription_id=settings.subscription_id,
             extra_vm_sizes=settings.extra_vm_sizes,
+            unavailable_vm_sizes=settings.unavailable_vm_sizes,
+            region=settings.location,
         )
 
     def create_job(self, body: Any) -> Job:

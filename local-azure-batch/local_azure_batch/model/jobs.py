@@ -130,6 +130,8 @@ class Job(Entity):
         self.waiting: dict[str, Task] = {}
         self.counts: Counter[str] = Counter()
         self.slot_counts: Counter[str] = Counter()
+        # Instances of multi-instance tasks beyond their first, by task state ($ActiveTasks counts them).
+        self.extra_instances: Counter[str] = Counter()
         self.auto_pool: Pool | None = None
         # Nodes that ran this job's preparation task: node id -> status record.
         self.preparation: dict[str, dict[str, Any]] = {}
@@ -188,6 +190,8 @@ class Job(Entity):
         state = RUNNING if task.state == PREPARING else task.state
         self.counts[state] += sign
         self.slot_counts[state] += sign * task.slots
+        if task.is_multi_instance:
+            self.extra_instances[state] += sign * (task.number_of_instances - 1)
         if task.state == COMPLETED:
             outcome = "succeeded" if task.execution.get("result") == "success" else "failed"
             self.counts[outcome] += sign
@@ -211,8 +215,17 @@ class Job(Entity):
         return self.counts[RUNNING]
 
     def active_ready_count(self) -> int:
-        """Active tasks whose dependencies are met ($ActiveTasks): every waiting task is an active one."""
+        """Active tasks whose dependencies are met: every waiting task is an active one."""
         return max(0, self.counts[ACTIVE] - len(self.waiting))
+
+    def active_ready_instances(self) -> int:
+        """``$ActiveTasks``: active tasks whose dependencies are met, a multi-instance task counted as its number
+        of instances. "For a multi-instance task, $ActiveTasks will include the number of instances set on the
+        task" (https://learn.microsoft.com/azure/batch/batch-automatic-scaling, the read-only variables)."""
+        extra = self.extra_instances[ACTIVE]
+        if extra:
+            extra -= sum(task.number_of_instances - 1 for task in self.waiting.values() if task.is_multi_instance)
+        return self.active_ready_count() + max(0, extra)
 
     def to_wire(self, base_url: str, fields: Collection[str] | None = None) -> dict[str, Any]:
         out = self._wire_start(f"{base_url}{self.path}", fields)

@@ -30,7 +30,17 @@ from .dependencies import queue
 from .entity import Entity
 from .jobs import ACTIVE_JOB as JOB_ACTIVE
 from .jobs import DELETING, DISABLED, DISABLING, ENABLING, TERMINATING, Job
-from .pools import IDLE, POOL_DELETING, START_TASK_FAILED, STEADY, UNUSABLE, ComputeNode, Pool
+from .pools import (
+    DEALLOCATED,
+    IDLE,
+    OFFLINE,
+    POOL_DELETING,
+    START_TASK_FAILED,
+    STEADY,
+    UNUSABLE,
+    ComputeNode,
+    Pool,
+)
 from .pools import RUNNING as NODE_RUNNING
 from .task_instances import TaskInstance
 from .tasks import ACTIVE, PREPARING, RUNNING, RecentRun, Task
@@ -40,7 +50,7 @@ STATE_FILE = "batch-state.json"
 _FORMAT = "local-azure-batch state"
 
 # Nodes in these states come back (idle if they were busy); the others were on their way in or out.
-_KEPT_NODE_STATES = (IDLE, NODE_RUNNING, START_TASK_FAILED, UNUSABLE)
+_KEPT_NODE_STATES = (IDLE, NODE_RUNNING, START_TASK_FAILED, UNUSABLE, OFFLINE, DEALLOCATED)
 
 
 # Per node id: the node and its saved recentTasks entries, linked to tasks once the jobs are back.
@@ -136,6 +146,8 @@ def _node(node: ComputeNode) -> dict[str, Any]:
         "totalSucceeded": node.total_succeeded,
         "startTaskInfo": node.start_task_info,
         "errors": node.errors,
+        "schedulingState": node.scheduling_state,
+        "users": list(node.users.values()),
         "recent": recent,
     }
 
@@ -310,6 +322,10 @@ def _restore_pool(item: dict[str, Any], task_root: Path, recent: _PendingRecent)
         node.total_succeeded = saved["totalSucceeded"]
         node.start_task_info = saved["startTaskInfo"]
         node.errors = saved["errors"]
+        node.scheduling_state = saved.get("schedulingState", node.scheduling_state)
+        if node.state == IDLE:
+            node.state = node.ready_state
+        node.users = {user["name"].lower(): user for user in saved.get("users", [])}
         node.dirs.create()
         pool.nodes[node.id] = node
         # Recent tasks are linked once the jobs are back (see _link_recent).

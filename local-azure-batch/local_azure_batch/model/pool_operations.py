@@ -38,7 +38,13 @@ class PoolOperations:
 
     def create_pool(self, body: Any) -> Pool:
         settings = self.account.settings
-        spec = normalize_pool(body, subscription_id=settings.subscription_id, extra_vm_sizes=settings.extra_vm_sizes)
+        spec = normalize_pool(
+            body,
+            subscription_id=settings.subscription_id,
+            extra_vm_sizes=settings.extra_vm_sizes,
+            unavailable_vm_sizes=settings.unavailable_vm_sizes,
+            region=settings.location,
+        )
         existing = self.account.pools.get(spec["id"].lower())
         if existing is not None:
             if existing.state == POOL_DELETING:
@@ -224,4 +230,5 @@ class PoolOperations:
 
     def list_nodes(self, pool_id: str) -> list[ComputeNode]:
         """The pool's nodes, including those still booting or leaving (while the pool shrinks or is deleted)."""
-        return [node for node in self.account.pool(pool_id).nodes.values() if node.state != CREATING]
+        nodes = self.account.pool(pool_id).nodes.values()
+        return [node for node in nodes if node.state != CREATING or node.recovering]

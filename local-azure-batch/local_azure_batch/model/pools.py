@@ -39,7 +39,17 @@ CREATING, STARTING, WAITING_FOR_START_TASK, START_TASK_FAILED = (
     "waitingforstarttask",
     "starttaskfailed",
 )
-IDLE, RUNNING, LEAVING_POOL, UNUSABLE = "idle", "running", "leavingpool", "unusable"
+IDLE, RUNNING, LEAVING_POOL, UNUSABLE, PREEMPTED = "idle", "running", "leavingpool", "unusable", "preempted"
+# What node operations (model/node_operations.py) put a node through.
+REBOOTING, REIMAGING, OFFLINE, DEALLOCATING, DEALLOCATED = (
+    "rebooting",
+    "reimaging",
+    "offline",
+    "deallocating",
+    "deallocated",
+)
+SCHEDULING_ENABLED, SCHEDULING_DISABLED = "enabled", "disabled"
+AGENT_LOG = "agent.log"
 # Every node state, as node counts spell them (in their order), by the lower-case name a node has.
 NODE_STATES = {
     name.lower(): name
@@ -76,6 +86,8 @@ def normalize_pool(
     require_id: bool = True,
     subscription_id: str | None = None,
     extra_vm_sizes: Collection[str] = (),
+    unavailable_vm_sizes: Collection[str] = (),
+    region: str = "",
 ) -> dict[str, Any]:
     """Validate a pool (or auto-pool) specification and fill in the service's defaults."""
     if not isinstance(body, dict):
@@ -84,7 +96,7 @@ def normalize_pool(
     if require_id:
         v.check_id(v.require(spec, "id"))
     vm_size = v.require(spec, "vmSize", f"{path}vmSize")
-    check_vm_size(str(vm_size), extra_vm_sizes)
+    check_vm_size(str(vm_size), extra_vm_sizes, unavailable_vm_sizes, region)
     spec["vmSize"] = str(vm_size).lower()
     vm_config = v.require(spec, "virtualMachineConfiguration", f"{path}virtualMachineConfiguration")
     image = v.require(vm_config, "imageReference", f"{path}virtualMachineConfiguration.imageReference")
@@ -194,6 +206,14 @@ class ComputeNode:
         # Set when the pool shrinks and this node must go once its tasks are done.
         self.leaving = False
         self.removal: asyncio.Task[None] | None = None
+        # disablescheduling: no new task starts here (a node with nothing to run is offline then).
+        self.scheduling_state = SCHEDULING_ENABLED
+        # A reboot, reimage or deallocation waiting for the node's tasks to end: no new task starts here.
+        self.pending_operation: str | None = None
+        # Users made on the node (nodes/{id}/users), by lower-case name; passwords are never returned.
+        self.users: dict[str, dict[str, Any]] = {}
+        # A preempted Spot node coming back (model/spot.py): listed while it is created again.
+        self.recovering = False
 
     @property
     def affinity_id(self) -> str:
@@ -201,13 +221,39 @@ class ComputeNode:
 
     @property
     def usable(self) -> bool:
-        return self.state in (IDLE, RUNNING) and not self.leaving
+        return (
+            self.state in (IDLE, RUNNING)
+            and not self.leaving
+            and self.scheduling_state == SCHEDULING_ENABLED
+            and self.pending_operation is None
+        )
+
+    @property
+    def ready_state(self) -> str:
+        """The state of a node up and doing nothing: idle, or offline when scheduling is disabled on it."""
+        return IDLE if self.scheduling_state == SCHEDULING_ENABLED else OFFLINE
+
+    def agent_log(self, message: str, level: str = "INFO") -> None:
+        """A line of the node agent's own log (what ``uploadbatchservicelogs`` uploads), if the node has booted."""
+        folder = self.dirs.agent_logs
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            with open(folder / AGENT_LOG, "a", encoding="utf-8") as out:
+                out.write(f"{iso(utcnow())} {level:<5} {message}\n")
+        except OSError:  # the node's files are going (the pool is deleted): nothing left to log to
+            pass
 
     def free_slots(self) -> int:
         return self.pool.task_slots - self.running_slots
 
     def set_state(self, state: str) -> None:
         if state != self.state:
+            if {state, self.state} != {IDLE, RUNNING}:  # tasks starting and ending log lines of their own
+                self.agent_log(
+                    f"node state {self.state} -> {state}", "WARN" if state in (UNUSABLE, START_TASK_FAILED) else "INFO"
+                )
+                for error in self.errors if state == UNUSABLE else []:
+                    self.agent_log(f"node error {error.get('code')}: {error.get('message')}", "ERROR")
             self.state, self.state_time = state, utcnow()
 
     def add_task(self, task: Task, instance: TaskInstance | None = None) -> None:
@@ -215,6 +261,7 @@ class ComputeNode:
         self.running_slots += task.slots
         self.total_run += 1
         self.recent.append(instance or RecentRun(task))
+        self.agent_log(f"task {task.job.id}/{task.id} started")
         self.set_state(RUNNING)
 
     def remove_task(self, task: Task, succeeded: bool | None = None) -> None:
@@ -224,8 +271,9 @@ class ComputeNode:
             if succeeded is None:
                 succeeded = task.execution.get("result") == "success"
             self.total_succeeded += int(succeeded)
+            self.agent_log(f"task {task.job.id}/{task.id} ended ({'succeeded' if succeeded else 'not succeeded'})")
         if not self.running and self.state == RUNNING:
-            self.set_state(IDLE)
+            self.set_state(self.ready_state)
 
     @property
     def path(self) -> str:
@@ -250,7 +298,7 @@ class ComputeNode:
             "id": self.id,
             "url": f"{base_url}{self.path}",
             "state": self.state,
-            "schedulingState": "enabled",
+            "schedulingState": self.scheduling_state,
             "stateTransitionTime": iso(self.state_time),
             "allocationTime": iso(self.allocation_time),
             "ipAddress": self.ip_address,
@@ -302,6 +350,8 @@ class Pool(Entity):
         self.deallocation_option = "requeue"
         self.samples: deque[tuple[datetime, dict[str, float]]] = deque()
         self.resize_started: datetime | None = None
+        # Short of its Spot target for want of Spot capacity: it keeps resizing until capacity returns.
+        self.seeking_spot = False
         # Per job priority, the job whose task the scheduler started last (jobs of equal priority take turns).
         self.served_last: dict[int, str] = {}
 

@@ -1,6 +1,6 @@
 """The Batch service model put together: the account, and the operations that work on it.
 
-The REST layer calls ``service.pools``, ``service.jobs`` and ``service.tasks``; the scheduler and the
+The REST layer calls ``service.pools``, ``service.nodes``, ``service.jobs`` and ``service.tasks``; the scheduler and the
 ticker run in the background from :meth:`BatchService.start` to :meth:`BatchService.stop`.
 """
 
@@ -24,10 +24,12 @@ from .job_operations import JobOperations
 from .job_side_tasks import JobSideTasks
 from .jobs import ACTIVE_JOB, DISABLED, DISABLING, ENABLING
 from .multi_instance import MultiInstanceExecution
+from .node_operations import NodeOperations
 from .persistence import STATE_FILE, encode, read, remove_leftovers, restore, write_atomically
 from .pool_operations import PoolOperations
 from .pools import POOL_DELETING
 from .scheduler import Scheduler
+from .spot import Spot
 from .task_operations import TaskOperations
 
 log = logging.getLogger(__name__)
@@ -47,11 +49,13 @@ class BatchService:
         self.allocation = Allocation(self.account)
         self.autoscaling = AutoScaling(self.account, self.allocation)
         self.pools = PoolOperations(self.account, self.allocation, self.autoscaling)
+        self.nodes = NodeOperations(self.account, self.allocation)
         side_tasks = JobSideTasks(self.account)
         self.jobs = JobOperations(self.account, self.pools, side_tasks)
         self.tasks = TaskOperations(self.account, self.jobs)
         execution = Execution(self.account, self.jobs, side_tasks)
         self.scheduler = Scheduler(self.account, execution, MultiInstanceExecution(self.account, execution, side_tasks))
+        self.spot = Spot(self.account, self.allocation)
         self._loops: list[asyncio.Task[Any]] = []
         self._last_sample: datetime | None = None
         self._saved = ""

@@ -359,12 +359,17 @@ class Task(Entity):
         self.execution["retryCount"] += 1
         self._clear_attempt()
 
-    def requeue(self) -> None:
-        """Back to active, as when its node left: the attempt did not count as a retry."""
+    def requeue(self, counted: bool = True) -> None:
+        """Back to active, as when its node left: the attempt did not count as a retry.
+
+        ``counted``: ``requeueCount`` (and ``lastRequeueTime``) count "the number of times the Task has been requeued
+        by the Batch service as the result of a user request" (a pool shrunk or a job disabled with ``requeue``;
+        the REST reference's TaskExecutionInformation): a Spot node's preemption is none, and is not counted."""
         now = iso(utcnow())
         self._keep_attempt(endTime=now)
-        self.execution["requeueCount"] = self.execution.get("requeueCount", 0) + 1
-        self.execution["lastRequeueTime"] = now
+        if counted:
+            self.execution["requeueCount"] = self.execution.get("requeueCount", 0) + 1
+            self.execution["lastRequeueTime"] = now
         self._clear_attempt()
 
     def _clear_attempt(self) -> None:

@@ -29,9 +29,15 @@ def known_vm_sizes() -> frozenset[str]:
     return frozenset(name.lower() for name in json.loads(text)["names"])
 
 
-def check_vm_size(name: str, extra: Collection[str] = ()) -> None:
-    """Refuse a size that is neither in the shipped list nor one the service was started with (``--vm-size``)."""
+def check_vm_size(name: str, extra: Collection[str] = (), unavailable: Collection[str] = (), region: str = "") -> None:
+    """Refuse a size that is neither in the shipped list nor one the service was started with (``--vm-size``),
+    and a size the account's region does not offer (``--unavailable-vm-size``; the same answer, its reason
+    naming the region: a documented guess)."""
     size = name.lower()
+    if size in unavailable:
+        raise invalid_property(
+            "vmSize", name, f"The specified vmSize '{name}' is not available in the region '{region}' of this account."
+        )
     if size in known_vm_sizes() or size in extra:
         return
     raise invalid_property(

@@ -1,9 +1,10 @@
-"""Pool operations (create, list and get: create_list_get.py)."""
+"""Pool operations (create, list and get: create_list_get.py), and the account's node counts and supported images."""
 
 from __future__ import annotations
 
 from aiohttp import web
 
+from local_azure_batch.model.images import supported_images as supported_images_list
 from local_azure_batch.model.service import BatchService
 
 from . import wire
@@ -67,6 +68,11 @@ async def evaluate_autoscale(request: web.Request, service: BatchService, params
 @routes.add("POST", POOL + "/removenodes", "Pools_RemoveNodes")
 async def remove_nodes(request: web.Request, service: BatchService, params: dict[str, str]) -> web.Response:
     return wire.changed(request, service.pools.remove_nodes(params["poolId"], await read_json(request)), 202)
+
+
+@routes.add("GET", "/supportedimages", "Pools_ListSupportedImages")
+async def supported_images(request: web.Request, service: BatchService, params: dict[str, str]) -> web.Response:
+    return wire.list_response(request, list(supported_images_list()), wire.plain, "supportedimages")
 
 
 @routes.add("GET", "/nodecounts", "Pools_ListPoolNodeCounts")

@@ -27,8 +27,8 @@ this service's (documented guess). ``UnsupportedQueryParameter`` ("One of the qu
 the request URI is not supported.") is the code of the same table; its ``QueryParameterName`` value is a
 guess too.
 
-Not checked: the filters of operations this service does not serve (supported images, certificates, job
-schedules, pool usage metrics); what a ``not``, a ``null`` or a comparison of two properties would do on
+Not checked: the filters of operations this service does not serve (certificates, job schedules, pool
+usage metrics); what a ``not``, a ``null`` or a comparison of two properties would do on
 the service is not documented, so they are refused (documented guess: the grammar the docs give is
 "property name, operator, and value").
 """
@@ -194,6 +194,7 @@ for _side in ("jobPreparationTaskExecutionInfo", "jobReleaseTaskExecutionInfo"):
             f"{_side}/result": _enum(*RESULTS),
         }
     )
+NODE_EXTENSION_PROPERTIES = frozenset({"provisioningState", "vmExtension", "instanceView"})
 NODE_COUNTS_FILTER = {"poolId": FilterProperty("string", frozenset({"eq"}))}
 FILES_FILTER = {"name": FilterProperty("string", frozenset({"startswith"}))}
 
@@ -208,8 +209,14 @@ OPTIONS: dict[str, QueryOptions] = {
     "Nodes_ListNodes": QueryOptions("List Nodes", NODE_FILTER, NODE_PROPERTIES),
     "Nodes_GetNode": QueryOptions("Get Node", None, NODE_PROPERTIES),
     "Pools_ListPoolNodeCounts": QueryOptions("List Pool Node Counts", NODE_COUNTS_FILTER),
+    # A documented guess: the images' verification type, the filter a client asks for verified images with.
+    "Pools_ListSupportedImages": QueryOptions(
+        "List Supported Images", {"verificationType": _enum("verified", "unverified")}
+    ),
     "Tasks_ListTaskFiles": QueryOptions("List Task Files", FILES_FILTER),
     "Nodes_ListNodeFiles": QueryOptions("List Node Files", FILES_FILTER),
+    "Nodes_ListNodeExtensions": QueryOptions("List Node Extensions", None, NODE_EXTENSION_PROPERTIES),
+    "Nodes_GetNodeExtension": QueryOptions("Get Node Extension", None, NODE_EXTENSION_PROPERTIES),
     "Jobs_ListJobPreparationAndReleaseTaskStatus": QueryOptions(
         "List Job Preparation and Release Task Status", PREPARATION_STATUS_FILTER, PREPARATION_STATUS_PROPERTIES
     ),

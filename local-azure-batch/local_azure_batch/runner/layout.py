@@ -1,7 +1,8 @@
 """Where a simulated compute node keeps its files, laid out like a Linux Batch node.
 
 ``<task root>/pools/<pool>/<node>/`` is the node's ``AZ_BATCH_NODE_ROOT_DIR``; a task runs in
-``workitems/<job>/job-1/<task>/wd`` beside its ``stdout.txt`` and ``stderr.txt``.
+``workitems/<job>/job-1/<task>/wd`` beside its ``stdout.txt`` and ``stderr.txt``. The node agent's own logs are in
+``<task root>/pools/<pool>/<node>.agent/``.
 """
 
 from __future__ import annotations
@@ -27,6 +28,13 @@ class NodeDirs:
 
     def remove(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
+        shutil.rmtree(self.agent_logs, ignore_errors=True)
+
+    @property
+    def agent_logs(self) -> Path:
+        """Where the node's Batch agent keeps its own logs: beside the node's directory, not in it (tasks and
+        the node files API do not see them; ``uploadbatchservicelogs`` uploads them). They go with the node."""
+        return self.root.with_name(f"{self.root.name}.agent")
 
     @property
     def shared(self) -> Path:

@@ -134,6 +134,8 @@ class ProcessRunner:
                     return ProcessOutcome(None, "launch_failed", start, utcnow(), error=error)
                 handle.process = process
                 self._groups.add(process.pid)
+                if handle.terminate_requested:  # asked for while the process was being started
+                    await self._kill(process)
                 handle.started.set()
                 if on_started is not None:
                     on_started()

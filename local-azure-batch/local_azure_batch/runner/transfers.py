@@ -39,6 +39,8 @@ class TransferAgent(Protocol):
         self, output_files: Sequence[Mapping[str, Any]], task_dir: Path, *, succeeded: bool
     ) -> None: ...
 
+    async def upload_blobs(self, container_url: str, directory: str, files: Sequence[tuple[str, bytes]]) -> None: ...
+
 
 class BlobTransfers:
     async def download_resource_files(self, resource_files: Sequence[Mapping[str, Any]], working_dir: Path) -> None:
@@ -94,6 +96,11 @@ class BlobTransfers:
             headers = {h["name"].lower(): h.get("value") for h in container.get("uploadHeaders") or [] if h.get("name")}
             for local, blob_name in _match_outputs(working_dir, item.get("filePattern") or "", container.get("path")):
                 await _upload(container_url, blob_name, local, headers)
+
+    async def upload_blobs(self, container_url: str, directory: str, files: Sequence[tuple[str, bytes]]) -> None:
+        """``files`` (name, content) as blobs ``<directory>/<name>`` of the container (a node's service logs)."""
+        for name, data in files:
+            await _upload_bytes(container_url, f"{directory.rstrip('/')}/{name}", data)
 
 
 def _inside(base: Path, relative: str) -> Path:
@@ -191,6 +198,24 @@ async def _upload(container_url: str, blob_name: str, local: Path, headers: Mapp
             "FileUploadMiscError",
             f"Uploading output file {local.name} failed: {str(exc).splitlines()[0]}",
             [("FilePattern", local.name), ("ContainerUrl", _without_query(container_url))],
+        ) from None
+
+
+async def _upload_bytes(container_url: str, blob_name: str, data: bytes) -> None:
+    parts = urlsplit(container_url)
+    blob_url = urlunsplit(
+        (parts.scheme, parts.netloc, parts.path.rstrip("/") + "/" + quote(blob_name), parts.query, "")
+    )
+    try:
+        async with BlobClient.from_blob_url(blob_url, retry_total=2) as blob:
+            content_settings = ContentSettings(content_type=_guess_type(blob_name))
+            await blob.upload_blob(data, overwrite=True, content_settings=content_settings)
+    except AzureError as exc:
+        raise TransferError(
+            "usererror",
+            "FileUploadMiscError",
+            f"Uploading {blob_name} failed: {str(exc).splitlines()[0]}",
+            [("ContainerUrl", _without_query(container_url))],
         ) from None
 
 
