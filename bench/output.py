@@ -2,7 +2,7 @@
 
     python bench/output.py                  # the matrix of issue 35 (about 50 minutes on 2 cores)
     python bench/output.py --quick          # a smoke run (about 3 minutes)
-    python bench/output.py --only 200x20    # scenarios whose name contains this (repeatable)
+    python bench/output.py --only 200x20    # scenarios whose name contains this (repeatable; --write: to the file)
 
 Each scenario runs in a fresh subprocess against the synthetic endpoint (``bench/synthetic_batch.py``), as
 ``bench/run.py`` runs its own (greenback portal and log context per trigger, logs rendered as the triggerer's
@@ -159,8 +159,8 @@ async def child(spec: dict[str, Any], channel: LineChannel) -> dict[str, Any]:
         await greenback.ensure_portal()
         bind_contextvars(trigger_id=j, ti_id=f"ti-{j}", dag_id="bench", task_id=f"job{j}", run_id="r", map_index=-1)
         try:
-            async for _ in trigger.run():
-                harness.say(f"trigger {j} fired before the end")
+            async for event in trigger.run():
+                harness.say(f"trigger {j} fired before the end: {event.payload}")
                 break
         except Exception as exc:
             harness.say(f"trigger {j} raised {exc!r}")
@@ -344,6 +344,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--only", action="append", default=[])
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--write", action="store_true", help="write bench/output-results.md with --only too")
     args = parser.parse_args()
     if args.child:
         child_main(json.loads(args.child))
@@ -373,7 +374,7 @@ def main() -> None:
         f"{LINE_BYTES}-byte line every {LINE_PERIOD:g} s; a {WINDOW:g} s window.\n\n" + table(results)
     )
     print(text)
-    if not args.only and not args.quick:
+    if args.write or (not args.only and not args.quick):
         RESULTS.write_text(text)
 
 
