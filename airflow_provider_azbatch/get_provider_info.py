@@ -348,6 +348,19 @@ CONFIG_OPTIONS: dict[str, Any] = {
         "example": "50",
         "default": "20",
     },
+    "output_requests_per_second": {
+        "description": "Requests a triggerer makes per second at most to one Batch account to read its deferred "
+        "jobs' task output (ranged reads of output files, file listings, the states of streamed tasks not started "
+        "yet), with the account view on. Each followed file is read at its trigger's poll_interval while it grows "
+        "and less often while it is quiet; when more reads are due than this allows, the files that grow fastest "
+        "are read first and the others later: with N growing files, each is read about every N / this seconds "
+        "(when that is longer than poll_interval), and new output is shown that much later. The triggerer's log "
+        "and the task's log say when it holds output back. 0: no limit.",
+        "version_added": "0.5.0",
+        "type": "float",
+        "example": "800",
+        "default": "400",
+    },
     "requests_in_flight": {
         "description": "Requests to one Batch account that a triggerer's polls have in flight at once, all its "
         "deferred jobs together (more wait their turn). Enough to cover what a triggerer's CPU can poll times "

@@ -564,6 +564,14 @@ def table(results: list[tuple[dict[str, Any], dict[str, Any] | None]]) -> str:
     return "\n".join(rows)
 
 
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
 def machine() -> str:
     cpu = platform.processor() or "unknown CPU"
     try:

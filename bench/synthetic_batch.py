@@ -25,9 +25,11 @@ lines written). Run: ``python bench/synthetic_batch.py --port 8765 [--latency-ms
 answered that much later, as over a network).
 
 Spec: ``{"prefix": "b1", "jobs": 100, "tasks": 20, "output": {"stdout": "lines", "stderr": "quiet"},
-"growing": [[job, task], ...] or null (all), "rate": 800, "runtime": null, "timeout_jobs": [job, ...]}``:
-``output`` says what the growing tasks write (``lines``: numbered 80-byte lines; ``progress``: 80-byte
-``\\r`` bars, no newline; ``quiet``: nothing); the other tasks write nothing. ``runtime``: seconds after
+"growing": [[job, task], ...] or null (all), "rate": 800, "unit": 80, "phased": false, "runtime": null,
+"timeout_jobs": [job, ...]}``: ``output`` says what the growing tasks write (``lines``: numbered lines of
+``unit`` bytes; ``progress``: ``\\r`` bars of ``unit`` bytes, no newline; ``quiet``: nothing), one unit every
+``unit / rate`` seconds (``phased``: each stream at its own phase of that period, spread evenly, as tasks that
+started apart; else all at once); the other tasks write nothing. ``runtime``: seconds after
 which every task completes. ``timeout_jobs``: jobs left out of the fewest-polls count.
 """
 
@@ -63,15 +65,20 @@ def rfc1123(ts: float) -> str:
 
 
 # -- output that grows with the clock ---------------------------------------------------------------------
-def line_unit(task: str, k: int) -> bytes:
+def line_unit(task: str, k: int, size: int = UNIT) -> bytes:
     head = f"{task} line {k:09d} "
-    return (head + "." * (UNIT - 1 - len(head)) + "\n").encode()
+    return (head + "." * (size - 1 - len(head)) + "\n").encode()
 
 
-def bar_unit(task: str, k: int) -> bytes:
+def bar_unit(task: str, k: int, size: int = UNIT) -> bytes:
     done = k % 50
     head = f"\r{task} step {k:09d} [" + "#" * done + " " * (50 - done) + "]"
-    return (head + " " * (UNIT - len(head)))[:UNIT].encode()
+    return (head + " " * (size - len(head)))[:size].encode()
+
+
+def phase_of(index: int, period: float) -> float:
+    """Where in its period a growing stream writes (streams spread evenly over it, as tasks started apart)."""
+    return period * ((index * 0.6180339887498949) % 1.0)
 
 
 @dataclass
@@ -79,17 +86,23 @@ class Stream:
     kind: str  # quiet | lines | progress
     rate: float  # bytes per second
     task: str
+    unit: int = UNIT  # bytes per line (or bar): written one whole unit at a time, every unit / rate seconds
+    phase: float = 0.0  # its writes come this much later in each period (the first: at phase + period)
 
     def size(self, elapsed: float) -> int:
-        if self.kind == "quiet" or elapsed <= 0:
+        if self.kind == "quiet" or elapsed <= self.phase:
             return 0
-        return int(elapsed * self.rate / UNIT) * UNIT
+        return int((elapsed - self.phase) * self.rate / self.unit) * self.unit
 
     def read(self, start: int, end: int) -> bytes:
         unit = line_unit if self.kind == "lines" else bar_unit
-        first, last = start // UNIT, end // UNIT
-        data = b"".join(unit(self.task, k) for k in range(first, last + 1))
-        return data[start - first * UNIT : end - first * UNIT + 1]
+        first, last = start // self.unit, end // self.unit
+        data = b"".join(unit(self.task, k, self.unit) for k in range(first, last + 1))
+        return data[start - first * self.unit : end - first * self.unit + 1]
+
+    def written_at(self, created: float, k: int) -> float:
+        """When unit ``k`` (0-based) was written."""
+        return created + self.phase + (k + 1) * self.unit / self.rate
 
 
 @dataclass
@@ -181,12 +194,16 @@ class Service:
         self.polls: dict[str, int] = {}  # job -> polls (task counts, or unfiltered first pages of list tasks)
         self.by_account: dict[str, int] = {}  # Batch requests per account (the Shared Key's account name)
         self.growing_looks = 0  # file listings of tasks whose output grows
+        self.growing_reads = 0  # looks at a growing file: those listings, and ranged reads not after one
+        self.tasks_listed: set[tuple[str, str]] = set()  # (job, task) whose files were listed
 
     def setup(self, spec: dict[str, Any]) -> dict[str, Any]:
         now = time.time()
         self.jobs.clear()
         self.reset_counters()
         prefix, rate = spec["prefix"], float(spec.get("rate", 800))
+        unit = int(spec.get("unit", UNIT))
+        phased = bool(spec.get("phased", False))  # growing streams write at phases spread over their period
         output = spec.get("output", {})
         growing = spec.get("growing")
         grow = None if growing is None else {(j, t) for j, t in growing}
@@ -203,9 +220,10 @@ class Service:
             for t in range(spec["tasks"]):
                 task_id = f"t{t:03d}"
                 writes = grow is None or (j, t) in grow
+                phase = phase_of(j * spec["tasks"] + t, unit / rate) if phased else 0.0
                 streams = {
-                    "stdout.txt": Stream(output.get("stdout", "quiet") if writes else "quiet", rate, task_id),
-                    "stderr.txt": Stream(output.get("stderr", "quiet") if writes else "quiet", rate, task_id),
+                    name: Stream(output.get(name[:6], "quiet") if writes else "quiet", rate, task_id, unit, phase)
+                    for name in STREAMS
                 }
                 task = Task(task_id, job, now, streams)
                 job.tasks.append(task)
@@ -231,9 +249,10 @@ class Service:
                     task.wire.pop("completed", None)
         return {"time": now}
 
-    def written(self, now: float, kind: str | None = None, jobs: list[str] | None = None) -> int:
+    def written(self, now: float, kind: str | None = None, jobs: list[str] | None = None, units: bool = False) -> int:
+        """Bytes written (``units``: lines or bars) by now, by the streams of ``kind`` of ``jobs`` (all)."""
         return sum(
-            stream.size(task.elapsed(now))
+            stream.size(task.elapsed(now)) // (stream.unit if units else 1)
             for job in (self.jobs.values() if jobs is None else (self.jobs[j] for j in jobs))
             for task in job.tasks
             for stream in task.streams.values()
@@ -246,7 +265,7 @@ class Service:
         return {
             "served": sum(self.served_by_job.get(job, 0) for job in jobs),
             "written": self.written(now, jobs=jobs),
-            "lines_written": {job: self.written(now, "lines", [job]) // UNIT for job in jobs},
+            "lines_written": {job: self.written(now, "lines", [job], units=True) for job in jobs},
         }
 
     def stats(self) -> dict[str, Any]:
@@ -259,11 +278,13 @@ class Service:
             "bytes": sum(v[1] for v in self.ops.values()),
             "served": self.served,
             "written": self.written(now),
-            "lines_written": self.written(now, "lines") // UNIT,
+            "lines_written": self.written(now, "lines", units=True),
             "errors": self.errors,
             "min_polls": min(polls) if polls else 0,
             "by_account": dict(self.by_account),
             "growing_looks": self.growing_looks,
+            "growing_reads": self.growing_reads,
+            "tasks_listed": len(self.tasks_listed),
             "ends": {job.id: job.end for job in self.jobs.values()},
         }
 
@@ -352,6 +373,12 @@ async def task_counts(request: web.Request) -> web.Response:
     return json_reply(
         "taskcounts", request, "taskcountsresult/@Element", {"taskCounts": counts, "taskSlotCounts": counts}
     )
+
+
+async def list_nodes(request: web.Request) -> web.Response:
+    """A pool's nodes, as the watch samples them for the idle time it reports (none listed: the endpoint keeps
+    no nodes; the request is what it costs)."""
+    return json_reply("list_nodes", request, "nodes", {"value": []})
 
 
 async def get_job(request: web.Request) -> web.Response:
@@ -472,6 +499,8 @@ async def list_files(request: web.Request) -> web.Response:
     value.append({"name": "wd", "url": f"{url}/wd", "isDirectory": True})
     if any(stream.kind != "quiet" for stream in task.streams.values()):
         SERVICE.growing_looks += 1
+        SERVICE.growing_reads += 1
+    SERVICE.tasks_listed.add((task.job.id, task.id))
     return json_reply("list_files", request, "files", {"value": value})
 
 
@@ -518,6 +547,10 @@ async def file(request: web.Request) -> web.StreamResponse:
         if start >= size or end < start:
             return error(op, request, 416, "InvalidRange", "The range specified is invalid for the current size.")
     data = stream.read(start, end) if size else b""
+    if stream.kind != "quiet" and start % stream.unit == stream.unit - 1:
+        # A read straight from where the reader had read to (one byte early): a look at the file of its own. A
+        # read that starts on a line's first byte follows a listing, which counted already.
+        SERVICE.growing_reads += 1
     SERVICE.served += len(data)
     SERVICE.served_by_job[task.job.id] = SERVICE.served_by_job.get(task.job.id, 0) + len(data)
     response = web.Response(body=data, headers=response_headers)
@@ -574,6 +607,7 @@ def make_app(latency: float = 0.0) -> web.Application:
     r.add_get("/jobs/{job}/tasks/{task}/files/{name}", file, allow_head=False)
     r.add_get("/jobs/{job}", get_job)
     r.add_get("/jobs", list_jobs)
+    r.add_get("/pools/{pool}/nodes", list_nodes)
     r.add_post("/_bench/setup", admin_setup)
     r.add_post("/_bench/finish", admin_finish)
     r.add_post("/_bench/ends", admin_ends)

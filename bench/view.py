@@ -324,14 +324,6 @@ def table(results: list[dict[str, Any]]) -> str:
     return head + "\n".join(rows) + "\n"
 
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--child")
@@ -343,7 +335,7 @@ def main() -> None:
         child_main(json.loads(args.child))
         return
     harness.OUT.mkdir(exist_ok=True)
-    port = args.port or free_port()
+    port = args.port or harness.free_port()
     proc = harness.start_endpoint(port, harness.LATENCY_MS)
     endpoint = f"http://127.0.0.1:{port}"
     results = []

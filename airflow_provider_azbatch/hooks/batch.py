@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from functools import cached_property
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from azure.batch import BatchClient
 from azure.batch import models as batch_models
@@ -31,6 +31,7 @@ from azure.core.exceptions import (
     ResourceNotFoundError,
     ServiceRequestError,
 )
+from azure.core.rest import HttpRequest
 
 from airflow_provider_azbatch import config
 from airflow_provider_azbatch.compat import AirflowNotFoundException, BaseHook
@@ -42,7 +43,7 @@ from airflow_provider_azbatch.hooks.connection import (
     ConnectionNotDefinedError,
     load_settings,
 )
-from airflow_provider_azbatch.hooks.credentials import build_credential, client_kwargs
+from airflow_provider_azbatch.hooks.credentials import BATCH_API_VERSION, build_credential, client_kwargs
 from airflow_provider_azbatch.hooks.errors import (
     QUOTA_CODES,
     describe_batch_error,
@@ -65,10 +66,12 @@ from airflow_provider_azbatch.hooks.translate import (
     NODE_TIMES_SELECT,
     OUTCOME_SELECT,
     POOL_SELECT,
+    RANGE_NOT_SATISFIABLE,
     RUNNING_FILTER,
     active_task_of,
     counts_of,
     failed_task_of,
+    file_chunk_of,
     file_info,
     id_filter,
     job_status_of,
@@ -81,7 +84,15 @@ from airflow_provider_azbatch.hooks.translate import (
 from airflow_provider_azbatch.results.outcomes import TaskOutcome
 from airflow_provider_azbatch.retries import Backoff
 from airflow_provider_azbatch.watching.blocking import ActiveTask, FailedTask, SideTaskRun
-from airflow_provider_azbatch.watching.state import FileEnd, FileInfo, JobStatus, NodeTimes, TaskAttempt, TaskCounts
+from airflow_provider_azbatch.watching.state import (
+    FileChunk,
+    FileEnd,
+    FileInfo,
+    JobStatus,
+    NodeTimes,
+    TaskAttempt,
+    TaskCounts,
+)
 
 # azure-core logs every request and response at INFO; in a task log that drowns the task's output.
 _HTTP_LOGGER = logging.getLogger("azure.core.pipeline.policies.http_logging_policy")
@@ -179,6 +190,21 @@ class AzureBatchHook(BaseHook):
             return b"".join(self.client.download_task_file(job_id, task_id, path, ocp_range=f"bytes={start}-{end}"))
         except ResourceNotFoundError:
             return None
+
+    def read_task_file_from(self, job_id: str, task_id: str, path: str, start: int, end: int) -> FileChunk | None:
+        """Bytes ``start..end`` of a task file with its creation time; None if it is gone, no bytes (416) if it
+        ends before ``start``."""
+        url = f"/jobs/{quote(job_id, safe='')}/tasks/{quote(task_id, safe='')}/files/{quote(path, safe='')}"
+        request = HttpRequest(
+            "GET", url, params={"api-version": BATCH_API_VERSION}, headers={"ocp-range": f"bytes={start}-{end}"}
+        )
+        response = self.client.send_request(request)
+        if response.status_code == 404:
+            return None
+        if response.status_code == RANGE_NOT_SATISFIABLE:
+            return FileChunk(b"")
+        response.raise_for_status()
+        return file_chunk_of(response.content, response.headers)
 
     def read_task_file_tail(self, job_id: str, task_id: str, path: str, max_bytes: int) -> FileEnd | None:
         try:

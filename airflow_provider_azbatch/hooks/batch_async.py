@@ -44,10 +44,12 @@ from airflow_provider_azbatch.hooks.translate import (
     MAX_ATTEMPTS_LISTED,
     NODE_TIMES_SELECT,
     POOL_SELECT,
+    RANGE_NOT_SATISFIABLE,
     RUNNING_FILTER,
     active_task_of,
     counts_from_wire,
     failed_task_of,
+    file_chunk_of,
     file_info_from_wire,
     id_filter,
     job_change_of,
@@ -62,6 +64,7 @@ from airflow_provider_azbatch.hooks.translate import (
 )
 from airflow_provider_azbatch.watching.blocking import ActiveTask, FailedTask, SideTaskRun
 from airflow_provider_azbatch.watching.state import (
+    FileChunk,
     FileEnd,
     FileInfo,
     JobChange,
@@ -231,6 +234,20 @@ class AzureBatchAsyncHook(BaseHook):
         except ResourceNotFoundError:
             return None
 
+    async def read_task_file_from(self, job_id: str, task_id: str, path: str, start: int, end: int) -> FileChunk | None:
+        """Bytes ``start..end`` of a task file with its creation time; None if it is gone, no bytes (416) if it
+        ends before ``start``."""
+        url = f"/jobs/{_segment(job_id)}/tasks/{_segment(task_id)}/files/{_segment(path)}"
+        try:
+            response = await self._get(url, headers={"ocp-range": f"bytes={start}-{end}"})
+        except ResourceNotFoundError:
+            return None
+        except HttpResponseError as exc:
+            if exc.status_code == RANGE_NOT_SATISFIABLE:
+                return FileChunk(b"")
+            raise
+        return file_chunk_of(response.content, response.headers)
+
     async def read_task_file_tail(self, job_id: str, task_id: str, path: str, max_bytes: int) -> FileEnd | None:
         try:
             size = (await self.client.get_task_file_properties(job_id, task_id, path)).content_length or 0
@@ -292,15 +309,19 @@ class AzureBatchAsyncHook(BaseHook):
         return [run async for status in statuses for run in side_task_runs_of(status)]
 
     # -- the account view's look ------------------------------------------------------------------------
-    async def list_job_changes(self, since: datetime | None) -> tuple[list[JobChange], datetime]:
+    async def list_job_changes(
+        self, since: datetime | None, select: Sequence[str] = ()
+    ) -> tuple[list[JobChange], datetime]:
         """The jobs of the account whose state changed at or after ``since`` (service time), and the service's
         time when it answered (the response's ``Date``). ``since`` None lists nothing: a read of the clock.
 
         Only a filter Batch documents for List Jobs (``stateTransitionTime``: eq ne ge gt le lt) and ``$select``
-        of three fields: each entry is some 100 bytes, and the service does the filtering.
+        of three fields (each entry is some 100 bytes, and the service does the filtering), and the ``select``
+        ones besides (top-level properties of a job, e.g. ``metadata``, ``executionInfo``).
         """
         cutoff = since if since is not None else datetime(9999, 12, 31, tzinfo=timezone.utc)
-        query = {"$filter": f"stateTransitionTime ge datetime'{odata_time(cutoff)}'", "$select": JOB_CHANGE_SELECT}
+        fields = JOB_CHANGE_SELECT + "".join(f",{name}" for name in select if name not in JOB_CHANGE_SELECT)
+        query = {"$filter": f"stateTransitionTime ge datetime'{odata_time(cutoff)}'", "$select": fields}
         changes: list[JobChange] = []
         url: str | None = "/jobs"
         answered: datetime | None = None

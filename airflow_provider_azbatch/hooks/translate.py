@@ -10,7 +10,15 @@ from typing import Any
 
 from airflow_provider_azbatch.enums import enum_value
 from airflow_provider_azbatch.watching.blocking import ActiveTask, FailedTask, SideTaskRun
-from airflow_provider_azbatch.watching.state import FileInfo, JobChange, JobStatus, NodeTimes, TaskAttempt, TaskCounts
+from airflow_provider_azbatch.watching.state import (
+    FileChunk,
+    FileInfo,
+    JobChange,
+    JobStatus,
+    NodeTimes,
+    TaskAttempt,
+    TaskCounts,
+)
 
 POOL_SELECT = [
     "id",
@@ -31,6 +39,8 @@ FAILED_FILTER = "state eq 'completed' and executionInfo/result eq 'failure'"
 FAILED_SELECT = ["id", "executionInfo", "exitConditions"]
 # What the account view lists of each job that changed.
 JOB_CHANGE_SELECT = "id,state,stateTransitionTime"
+# The status of a ranged read that starts past the file's end.
+RANGE_NOT_SATISFIABLE = 416
 
 
 def state_filter(states: Sequence[str]) -> str:
@@ -182,6 +192,16 @@ def odata_time(moment: datetime) -> str:
     return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
+def file_chunk_of(content: bytes, headers: Any) -> FileChunk:
+    """A ranged read's answer: its bytes, and the file's creation time from ``ocp-creation-time``."""
+    created = headers.get("ocp-creation-time")
+    try:
+        stamp = int(parsedate_to_datetime(created).timestamp()) if created else None
+    except (TypeError, ValueError):
+        stamp = None
+    return FileChunk(content, stamp)
+
+
 def service_date(header: str | None) -> datetime:
     """The service's clock from a response's ``Date`` header (RFC 7231; every Batch response carries one)."""
     if not header:
@@ -190,5 +210,7 @@ def service_date(header: str | None) -> datetime:
 
 
 def job_change_of(entry: dict[str, Any]) -> JobChange:
-    """One entry of the account view's listing (plain JSON, ``JOB_CHANGE_SELECT``)."""
-    return JobChange(str(entry["id"]), str(entry.get("state") or ""), str(entry.get("stateTransitionTime") or ""))
+    """One entry of the account view's listing (plain JSON, ``JOB_CHANGE_SELECT`` and what else was selected)."""
+    return JobChange(
+        str(entry["id"]), str(entry.get("state") or ""), str(entry.get("stateTransitionTime") or ""), entry
+    )

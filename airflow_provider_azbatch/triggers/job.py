@@ -83,6 +83,7 @@ from airflow_provider_azbatch.hooks.errors import describe_error
 from airflow_provider_azbatch.links.job import LINK_XCOM_KEY
 from airflow_provider_azbatch.pools.health import PoolProblem
 from airflow_provider_azbatch.triggers import account_view, kill
+from airflow_provider_azbatch.triggers.output_reads import Reader
 from airflow_provider_azbatch.watching.budget import TokenBucket
 from airflow_provider_azbatch.watching.core import Emit, JobWatcher
 from airflow_provider_azbatch.watching.drivers import run_async
@@ -415,10 +416,16 @@ class AzureBatchJobTrigger(BaseTrigger):
         assert lines is not None
         policy = OutagePolicy(self.job_id, self.max_outage)
         limit = asyncio.Semaphore(STEP_CONCURRENCY)
-        subscription = await account_view.watch_job(self.azbatch_conn_id, self.job_id, self.poll_interval)
+        subscription = await account_view.watch_job(
+            self.azbatch_conn_id, self.job_id, self.poll_interval, self.deferred_at
+        )
+        # The account's output reads (the view's); None: each trigger reads its own output every poll (no view).
+        reads = subscription.reads if isinstance(subscription, account_view.Subscription) else None
         try:
             wake_at = time.time()
-            next_look = 0.0  # when to look at the job itself (counts, ...) unless the view sees it change first
+            # When to look at the job itself (counts, ...) unless the view sees it change first.
+            next_look = subscription.first_look_at(wake_at)
+            look_every = subscription.job_look_interval()
             changed = False
             while True:
                 started = time.time()
@@ -431,12 +438,20 @@ class AzureBatchJobTrigger(BaseTrigger):
                         changed = True  # a new watcher: it looks at the job first
                     started = time.time()  # what follows is a poll, to be timed as one
                 watcher.job_state_watched = subscription.watching
+                if changed and _ended_as_listed(subscription, watcher):
+                    return self._done(state, lines.take())
+                grants = reads.take() if reads is not None else set()
+                watcher.output_requests = 0
                 try:
-                    if changed or started >= next_look:
+                    if reads is None:
                         next_look = started + subscription.job_look_interval()
                         done = await run_async(watcher.step(time.time()), hook, limit)
-                    else:  # only the output is due: the view watches the job's state meanwhile
-                        done = await run_async(watcher.follow(time.time()), hook, limit)
+                    elif (changed or started >= next_look) and not watcher.job_over():
+                        done = await run_async(watcher.look(time.time(), grants), hook, limit)
+                        look_every = _look_every(subscription, watcher, look_every)
+                        next_look = time.time() + look_every
+                    else:  # only output: the view watches the job's state meanwhile
+                        done = await run_async(watcher.read(time.time(), grants), hook, limit)
                     overran = time.time() - started  # a stall can come during a poll
                 except SpotFallbackDue as due:
                     lines.show()
@@ -458,6 +473,10 @@ class AzureBatchJobTrigger(BaseTrigger):
                     changed = False
                     await asyncio.sleep(delay)
                     continue
+                finally:
+                    if reads is not None:
+                        reads.charge(watcher.output_requests, len(grants))
+                        reads.offer(watcher.read_schedules(time.time()))
                 policy.succeeded()
                 if overran > stall:  # it may have spanned a stall: see the module docstring
                     taken_over = await self._after_stall(WatchState.from_json(self._shown), overran)
@@ -473,13 +492,39 @@ class AzureBatchJobTrigger(BaseTrigger):
                 lines.show()
                 self._shown = state.to_json()
                 checkpoints.offer(self._shown)
+                if reads is not None:
+                    self._say_if_late(reads)
                 timeout = next_look - time.time()
-                if watcher.following():
+                if reads is None:
+                    if watcher.following():
+                        timeout = min(timeout, self.poll_interval)
+                elif watcher.job_over() or watcher.unfinished_output():
                     timeout = min(timeout, self.poll_interval)
+                else:
+                    upcoming = reads.next_eligible()
+                    if upcoming is not None and upcoming <= next_look + self.poll_interval:
+                        # Reads are due about then: the look waits for them (a poll at most) and comes with them.
+                        timeout = max(timeout, 0.0) + self.poll_interval
                 wake_at = time.time() + max(timeout, 0.0)
                 changed = await subscription.wait(timeout)
         finally:
             await subscription.close()
+
+    def _say_if_late(self, reads: Reader) -> None:
+        """Tell the task's log when the account's output budget holds this job's output back (now and then)."""
+        late = reads.lateness_report(time.time())
+        if late is None:
+            return
+        self.log.info(
+            "Batch job %s: new output was read up to %.0f s later than every poll_interval (%g s): the Batch "
+            "account's output reads ([azbatch] output_requests_per_second = %g) are shared by %d followed files of "
+            "this triggerer, the fastest-growing first",
+            self.job_id,
+            late,
+            self.poll_interval,
+            reads.budget,
+            reads.followed(),
+        )
 
     async def _small(self, event: TriggerEvent) -> TriggerEvent:
         """The event with the watch's state and last lines left in XCom (``RESULT_KEY``) for the task: only what
@@ -746,3 +791,27 @@ class AzureBatchJobTrigger(BaseTrigger):
             await aset_xcom(CHECKPOINT_KEY, state, **where)
         except Exception as exc:
             self.log.debug("Checkpoint not written (%s)", exc)
+
+
+def _ended_as_listed(subscription: account_view.Subscription | account_view.OwnLooks, watcher: JobWatcher) -> bool:
+    """The view listed the job as completed (nothing more can happen to it): over, without a look at it, when no
+    output is left to read. The task reads the final counts itself when it resumes."""
+    change = getattr(subscription, "last_change", None)
+    if change is None or change.state != "completed":
+        return False
+    watcher.state.job_state = "completed"
+    return watcher.job_over() and not watcher.following() and not watcher.unfinished_output()
+
+
+def _look_every(
+    subscription: account_view.Subscription | account_view.OwnLooks, watcher: JobWatcher, every: float
+) -> float:
+    """How long after this look the next one is (the view reports state changes meanwhile): the shortest
+    interval while anything moves, tasks wait for nodes or streamed tasks run, twice as long after each look at
+    which nothing moved."""
+    shortest = subscription.job_look_interval()
+    if not subscription.watching or watcher.last_look_moved or watcher.waiting_for_nodes() or watcher.following():
+        # A streamed task's end must be seen before its node goes (an auto pool's goes with the job): its last
+        # output is read then.
+        return shortest
+    return min(account_view.MAX_JOB_LOOK_SECONDS, max(shortest, 2 * every))

@@ -22,6 +22,7 @@ READ_METHODS = (
     "list_task_attempts",
     "list_task_files",
     "read_task_file",
+    "read_task_file_from",
     "read_task_file_tail",
     "get_uploaded_log_size",
     "read_uploaded_log",

@@ -27,7 +27,7 @@ Which output is shown, for jobs of any size: stdout and stderr of the ``streamed
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Protocol
@@ -51,10 +51,12 @@ from airflow_provider_azbatch.watching.preemption import (
     fallback_available,
     track_attempts,
 )
+from airflow_provider_azbatch.watching.reads import QUIET_READS_PER_LEVEL, ReadSchedule, quiet_wait
 from airflow_provider_azbatch.watching.state import (
     STDOUT,
     STREAMS,
     TERMINAL_JOB_STATES,
+    FileChunk,
     FileInfo,
     JobStatus,
     NodeTimes,
@@ -72,7 +74,7 @@ NODE_SAMPLE_SECONDS = 60.0
 # Failed job preparation runs kept in the state (where they failed, their exit code, where their output is).
 NAMED_PREPARATION_FAILURES = 3
 # A quiet stream is listed every poll for this many looks, then half as often, and so on.
-QUIET_LOOKS_PER_LEVEL = 2
+QUIET_LOOKS_PER_LEVEL = QUIET_READS_PER_LEVEL
 DEFAULT_IDLE_STREAM_SECONDS = 30.0
 DEFAULT_PARTIAL_LINE_SECONDS = 10.0
 
@@ -81,6 +83,11 @@ RESTART_NOTICE = "--- the task started over (retry); its output follows anew ---
 
 # (Batch task id, or None for lines about the job; the line).
 Emit = Callable[[str | None, str], None]
+
+# A read a shared scheduler grants a watch: a stream (task id, file name), or ``TASK_STATES``.
+ReadKey = tuple[str, str]
+# The read of the states of streamed tasks not started yet (their output can be read once they run).
+TASK_STATES: ReadKey = ("", "task states")
 
 
 class LookBudget(Protocol):
@@ -115,8 +122,7 @@ class _Look:
     def after(self, grew: bool, now: float, poll_interval: float, cap: float) -> None:
         self.looked = True
         self.quiet = 0 if grew else self.quiet + 1
-        level = self.quiet // QUIET_LOOKS_PER_LEVEL
-        self.next_at = now + min(max(cap, poll_interval), poll_interval * (2**level)) if self.quiet else now
+        self.next_at = now + quiet_wait(self.quiet, poll_interval, cap) if self.quiet else now
 
 
 class JobWatcher:
@@ -153,6 +159,11 @@ class JobWatcher:
         self._dependencies_seen_at: dict[str, int] | None = None
         self._tails: dict[tuple[str, str], Tail] = {}
         self._looks: dict[str, _Look] = {}
+        # When each followed stream is read next, for a scheduler that grants reads (see read_schedules).
+        self._schedules: dict[ReadKey, ReadSchedule] = {}
+        # Whether the counts moved at the last look at the job; the output requests of the last poll.
+        self.last_look_moved = False
+        self.output_requests = 0
         self._saved: dict[tuple[str, str], tuple[int, str | None, bool]] = {}
 
     # -- one poll -----------------------------------------------------------------------------------
@@ -163,6 +174,21 @@ class JobWatcher:
         that cannot give it nodes, and the first error of a request otherwise (what was learnt before
         it is kept).
         """
+        yield from self._look_at_job(now)
+        return (yield from self._output_then_over(now))
+
+    def look(self, now: float, grants: Collection[ReadKey] = ()) -> Step[bool]:
+        """A look at the job (as :meth:`step`) with the output reads a shared scheduler granted (see
+        :meth:`read_schedules`) rather than those due by this watch's own cadence; a finished task's output is
+        read to its end whatever was granted. True once the job is over and its output shown to the end."""
+        yield from self._look_at_job(now)
+        return (yield from self._granted_output(now, grants))
+
+    def read(self, now: float, grants: Collection[ReadKey]) -> Step[bool]:
+        """The granted output reads alone, between two looks at the job (see :meth:`look`)."""
+        return (yield from self._granted_output(now, grants))
+
+    def _look_at_job(self, now: float) -> Step[None]:
         state = self.state
         check_job = self._job_check_due(now)
         calls = [Call("get_task_counts", (state.job_id,))]
@@ -171,9 +197,10 @@ class JobWatcher:
         results = yield calls
         raise_first_error(results)
         moved = self._observe_counts(results[0])
+        self.last_look_moved = moved
         if check_job:
             self._observe_job(results[1], now)
-        elif moved and not self.all_tasks_done():
+        elif moved and not self.all_tasks_done() and not self.job_state_watched:
             (status,) = yield from ask(Call("get_job_status", (state.job_id,)))
             self._observe_job(status, now)
         if self._dependency_check_due():
@@ -201,20 +228,6 @@ class JobWatcher:
         if refresh and (moved or any(state.task_states.get(task) is None for task in refresh)):
             (states,) = yield from ask(Call("list_task_states", (state.job_id, tuple(refresh))))
             state.task_states.update(states)
-        return (yield from self._output_then_over(now))
-
-    def follow(self, now: float) -> Step[bool]:
-        """A poll of the output alone, between two looks at the job (a trigger's account view watches its
-        state): the streamed tasks' files, and the state of those not started yet as far as the shared look
-        budget allows. True once the job is over and its output shown to the end (as :meth:`step`)."""
-        state = self.state
-        waiting = [
-            task for task in self._tasks_to_refresh() if state.task_states.get(task) not in ("running", "completed")
-        ]
-        if waiting and self.look_budget.grant(1, now):
-            (states,) = yield from ask(Call("list_task_states", (state.job_id, tuple(waiting))))
-            state.task_states.update(states)
-        return (yield from self._output_then_over(now))
 
     def _output_then_over(self, now: float) -> Step[bool]:
         """Show the streamed tasks' new output; True once the job is over and its output shown to the end."""
@@ -237,17 +250,23 @@ class JobWatcher:
         self.emit(None, format_progress(self.state.job_id, counts, self.state.expected_tasks))
         return True
 
-    def _waiting(self) -> bool:
+    def waiting_for_nodes(self) -> bool:
+        """Tasks wait and none runs (for nodes, or for a preparation task): looked at every poll."""
         counts = self.state.counts
         return counts is not None and counts["active"] > 0 and counts["running"] == 0
 
     def _job_check_due(self, now: float) -> bool:
-        if self.last_job_check is None or self._waiting():
+        if self.last_job_check is None:
+            if self.job_state_watched and self.state.pool_id is not None:
+                self.last_job_check = now  # its state is reported by whoever watches it; its pool is known
+                return False
             return True
         if self.state.has_release and self.all_tasks_done():
             return True  # its release task runs now: the job is over when it completes
         if self.job_state_watched:
             return False  # a change of the job's state is reported by whoever watches it (the account view)
+        if self.waiting_for_nodes():
+            return True
         return now - self.last_job_check >= JOB_STATE_CHECK_SECONDS
 
     def _observe_job(self, status: JobStatus | None, now: float) -> None:
@@ -310,7 +329,7 @@ class JobWatcher:
         """Tasks wait and none runs: is the pool still able to give them nodes? (checked now and then)"""
         state = self.state
         return (
-            self._waiting()
+            self.waiting_for_nodes()
             and state.pool_id is not None
             and state.job_state not in TERMINAL_JOB_STATES
             and (self.last_pool_check is None or now - self.last_pool_check >= state.pool_check_interval)
@@ -419,6 +438,8 @@ class JobWatcher:
             self.emit(task, f"{prefix} {line}")
 
     def _follow_output(self, now: float) -> Step[None]:
+        """The output due by this watch's own cadence (:meth:`step`): every running task whose output grew at
+        its last look, the quiet and new ones as far as the look budget allows, finished ones to the end."""
         if not self.stream_output:
             return
         state = self.state
@@ -437,12 +458,94 @@ class JobWatcher:
         budgeted.sort()
         granted = self.look_budget.grant(len(budgeted), now)
         due += [(task, False) for _, task in budgeted[:granted]]
+        yield from self._read_files(now, due, [])
+
+    # -- output read as a shared scheduler grants it ------------------------------------------------
+    def read_schedules(self, now: float) -> dict[ReadKey, ReadSchedule]:
+        """The reads this watch wants, for a scheduler that grants reads to many watches (a trigger's account
+        view): one per followed stream of a running task, and ``TASK_STATES`` while streamed tasks have not
+        started (whose output can only be read once they run). Each says when it may be read next and how
+        urgently (:mod:`.reads`); the scheduler grants some, and :meth:`look` or :meth:`read` makes them."""
+        wanted: set[ReadKey] = set()
+        if self.stream_output:
+            state = self.state
+            for task in state.streamed:
+                if state.task_states.get(task) == "running" and not self._flushed(task):
+                    wanted.update((task, stream) for stream in STREAMS if not self._tail(task, stream).cursor.done)
+            if self._not_started():
+                wanted.add(TASK_STATES)
+        for key in self._schedules.keys() - wanted:
+            del self._schedules[key]
+        for key in wanted - self._schedules.keys():
+            self._schedules[key] = ReadSchedule(eligible=now)
+        return self._schedules
+
+    def _not_started(self) -> list[str]:
+        return [
+            task
+            for task in self._tasks_to_refresh()
+            if self.state.task_states.get(task) not in ("running", "completed")
+        ]
+
+    def _granted_output(self, now: float, grants: Collection[ReadKey]) -> Step[bool]:
+        """The granted reads, and a finished task's output to its end; True once the job is over and its output
+        shown to the end. ``output_requests`` counts the requests they took."""
+        self.output_requests = 0
+        try:
+            if self.stream_output:
+                yield from self._read_granted(now, grants)
+        finally:
+            self._save_cursors()
+        return self.job_over() and not self.unfinished_output()
+
+    def _read_granted(self, now: float, grants: Collection[ReadKey]) -> Step[None]:
+        state = self.state
+        if TASK_STATES in grants:
+            waiting = self._not_started()
+            if waiting:
+                self.output_requests += 1
+                (states,) = yield from ask(Call("list_task_states", (state.job_id, tuple(waiting))))
+                state.task_states.update(states)
+                started = sum(1 for task in waiting if states.get(task) in ("running", "completed"))
+                schedule = self._schedules.get(TASK_STATES)
+                if schedule is not None:
+                    schedule.read(started, now, self.poll_interval, self.idle_stream_seconds)
+                    schedule.priority = schedule.eligible  # in turn: a started task's output waits for it
+        listed: list[tuple[str, bool]] = [
+            (task, True)
+            for task in state.streamed
+            if state.task_states.get(task) == "completed" and not self._flushed(task)
+        ]
+        by_task: dict[str, list[str]] = {}
+        for key in grants:
+            task, stream = key
+            if key != TASK_STATES and state.task_states.get(task) == "running" and not self._flushed(task):
+                by_task.setdefault(task, []).append(stream)
+        direct: list[tuple[str, str, tuple[int, int]]] = []
+        for task, streams in by_task.items():
+            spans = [(stream, self._tail(task, stream).direct_range(self.max_read_bytes)) for stream in streams]
+            growing = all(self._schedules.get((task, stream), ReadSchedule()).rate > 0 for stream in streams)
+            if any(span is None for _, span in spans) or (len(streams) > 1 and not growing):
+                listed.append((task, False))  # one listing looks at both streams
+            else:
+                direct += [(task, stream, span) for stream, span in spans if span is not None]
+        yield from self._read_files(now, listed, direct)
+
+    def _read_files(
+        self, now: float, listed: list[tuple[str, bool]], direct: list[tuple[str, str, tuple[int, int]]]
+    ) -> Step[None]:
+        """Read new output: list the files of the ``listed`` tasks (final: the task finished, read to the end)
+        and read what grew; read ``direct`` streams straight from where they were read to (see :mod:`.streams`)."""
+        state = self.state
         errors: list[BaseException] = []
         reads: list[tuple[str, str, bool, Call]] = []
         uploaded: list[tuple[str, str]] = []
-        if due:
-            listings = yield [Call("list_task_files", (state.job_id, task)) for task, _ in due]
-            for (task, final), listing in zip(due, listings, strict=True):
+        calls = [Call("list_task_files", (state.job_id, task)) for task, _ in listed]
+        calls += [Call("read_task_file_from", (state.job_id, task, stream, *span)) for task, stream, span in direct]
+        if calls:
+            self.output_requests += len(calls)
+            answers = yield calls
+            for (task, final), listing in zip(listed, answers[: len(listed)], strict=True):
                 if isinstance(listing, BaseException):
                     errors.append(listing)
                     continue
@@ -457,11 +560,27 @@ class JobWatcher:
                             uploaded.append((task, stream))  # the node is gone: read what the task uploaded
                         elif final:
                             self._show(task, stream, tail.finish())
+                        self._read_at(task, stream, 0, now)
                         continue
-                    grew = self._plan_read(task, stream, tail, info, final, reads, uploaded=False) or grew
+                    new = self._plan_read(task, stream, tail, info, final, reads, uploaded=False)
+                    self._read_at(task, stream, new, now)
+                    grew = grew or new > 0
                 self._looks.setdefault(task, _Look()).after(grew, now, self.poll_interval, self.idle_stream_seconds)
+            for (task, stream, span), chunk in zip(direct, answers[len(listed) :], strict=True):
+                if isinstance(chunk, BaseException):
+                    errors.append(chunk)
+                    continue
+                tail = self._tail(task, stream)
+                lines = None if chunk is None else self._take_direct(tail, span, chunk, now)
+                if lines is None:
+                    tail.unknown()  # gone, or not the file read so far: the next read lists the task's files
+                    self._read_at(task, stream, 0, now)
+                    continue
+                self._read_at(task, stream, tail.read_to - span[0] - 1, now)
+                self._show(task, stream, lines)
         if uploaded:
             location = state.log_location
+            self.output_requests += len(uploaded)
             sizes = yield [Call("get_uploaded_log_size", (location, state.job_id, task, s)) for task, s in uploaded]
             for (task, stream), size in zip(uploaded, sizes, strict=True):
                 tail = self._tail(task, stream)
@@ -472,6 +591,7 @@ class JobWatcher:
                 else:
                     self._plan_read(task, stream, tail, FileInfo(size, tail.cursor.created), True, reads, True)
         if reads:
+            self.output_requests += len(reads)
             answers = yield [call for *_, call in reads]
             for (task, stream, final, _), data in zip(reads, answers, strict=True):
                 if isinstance(data, BaseException):
@@ -488,6 +608,18 @@ class JobWatcher:
         if errors:
             raise errors[0]
 
+    def _take_direct(self, tail: Tail, span: tuple[int, int], chunk: FileChunk, now: float) -> list[str] | None:
+        """The lines a direct read completed; None if its answer is not the file read so far."""
+        created = tail.cursor.created
+        if chunk.created is not None and created is not None and _whole_seconds(created) != chunk.created:
+            return None  # another file: the task started over
+        return tail.take_direct(span, chunk.data, now)  # None if it ends before the byte read last, or differs
+
+    def _read_at(self, task: str, stream: str, new_bytes: int, now: float) -> None:
+        schedule = self._schedules.get((task, stream))
+        if schedule is not None:
+            schedule.read(max(new_bytes, 0), now, self.poll_interval, self.idle_stream_seconds)
+
     def _plan_read(
         self,
         task: str,
@@ -497,15 +629,15 @@ class JobWatcher:
         final: bool,
         reads: list[tuple[str, str, bool, Call]],
         uploaded: bool,
-    ) -> bool:
-        """Queue a read of the file's new bytes; True if there are any."""
+    ) -> int:
+        """Queue a read of the file's new bytes; how many there are."""
         if tail.observe(info):
             self.emit(task, f"{output_prefix(task, stream)} {RESTART_NOTICE}")
         span = tail.next_range(self.max_read_bytes)
         if span is None:
             if final:
                 self._show(task, stream, tail.finish())
-            return False
+            return 0
         args: tuple[Any, ...]
         if uploaded:
             args = (self.state.log_location, self.state.job_id, task, stream, *span)
@@ -513,4 +645,11 @@ class JobWatcher:
         else:
             args = (self.state.job_id, task, stream, *span)
             reads.append((task, stream, final, Call("read_task_file", args)))
-        return True
+        return info.size - tail.read_to
+
+
+def _whole_seconds(iso: str) -> int | None:
+    try:
+        return int(datetime.fromisoformat(iso).timestamp())
+    except ValueError:
+        return None

@@ -7,6 +7,7 @@ triggerer continues from it as it is.
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -44,11 +45,13 @@ class JobStatus:
 
 @dataclass(frozen=True)
 class JobChange:
-    """A job as the account view lists it: its state and when it entered it (service time, as sent)."""
+    """A job as the account view lists it: its state and when it entered it (service time, as sent), and the
+    listing's entry as sent (``fields``: with what a listener asked for beyond these, e.g. ``metadata``)."""
 
     id: str
     state: str
     at: str
+    fields: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -185,6 +188,15 @@ class WatchState:
 
     def set_cursor(self, task_id: str, stream: str, cursor: StreamCursor) -> None:
         self.cursors[f"{task_id}/{stream}"] = cursor.to_json()
+
+
+@dataclass(frozen=True)
+class FileChunk:
+    """Bytes of a file from a ranged read, and the file's creation time as the answer gives it (epoch seconds,
+    whole: the ``ocp-creation-time`` header; None when absent)."""
+
+    data: bytes
+    created: int | None = None
 
 
 @dataclass(frozen=True)

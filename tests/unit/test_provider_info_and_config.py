@@ -110,6 +110,7 @@ def test_every_config_option_is_documented(info):
         "stream_looks_per_second",
         "account_view",
         "job_looks_per_second",
+        "output_requests_per_second",
         "requests_in_flight",
         "workspace_max_mb",
         "workspace_container",
