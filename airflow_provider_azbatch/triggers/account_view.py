@@ -170,6 +170,9 @@ class Listening:
         self.view = view
         self.listener = listener
         self.since = since
+        # Joined with a ``since``: the first look that reaches back to it tells it every change listed since then,
+        # also those the view told other listeners before it joined (a watcher restarted beside them).
+        self.catching_up = since is not None
 
     async def close(self) -> None:
         await self.view.unlisten(self)
@@ -272,9 +275,9 @@ class AccountView:
         """The fields the look asks for besides id, state and stateTransitionTime: what listeners need."""
         return sorted({name for listening in self._listeners for name in listening.listener.select})
 
-    def observe(self, changes: list[JobChange]) -> None:
+    def observe(self, changes: list[JobChange], reach: datetime | None = None) -> None:
         """Tell the subscribers of each job whose state changed since it was last reported, and the listeners
-        of every change listed (each transition once)."""
+        of every change listed (each transition once); ``reach``: how far back the look listed."""
         for change in changes:
             subs = self._subscribers.get(change.id)
             if not subs:
@@ -290,19 +293,26 @@ class AccountView:
             for subscription in subs:
                 subscription.notify(change)
         if self._listeners:
-            self._tell_listeners(changes)
+            self._tell_listeners(changes, reach)
 
-    def _tell_listeners(self, changes: list[JobChange]) -> None:
+    def _tell_listeners(self, changes: list[JobChange], reach: datetime | None = None) -> None:
         new: list[tuple[JobChange, datetime]] = []
+        listed: list[tuple[JobChange, datetime]] = []
         for change in changes:
             at = _wire_time(change.at)
+            listed.append((change, at))
             last = self._listed.get(change.id)
             if last is not None and (last[0] == change.at or last[1] > at):
                 continue  # listed again by an overlapping look, or older than what was told
             self._listed[change.id] = (change.at, at)
             new.append((change, at))
         for listening in list(self._listeners):
-            told = [change for change, at in new if listening.since is None or at >= listening.since]
+            since = listening.since
+            if listening.catching_up and since is not None and reach is not None and reach <= since:
+                listening.catching_up = False
+                told = [change for change, at in listed if at >= since]
+            else:
+                told = [change for change, at in new if since is None or at >= since]
             if told:
                 try:
                     listening.listener.changes(told)
@@ -364,7 +374,7 @@ class AccountView:
                     failing = True
                 else:
                     if reach is not None:
-                        self.observe(changes)
+                        self.observe(changes, reach)
                     if self._catch_up is catch_up:
                         self._catch_up = None  # reached (a subscriber who joined meanwhile asks again)
                     since = answered - timedelta(seconds=OVERLAP_SECONDS)
