@@ -31,8 +31,9 @@ no triggerer watched it is listed, and its trigger need not look at it first to 
 A :class:`ChangeListener` (an event trigger that fires when any job of the account completes, say) is told of
 every change each look lists, whatever job it is, each transition once; it may ask for more fields of each job
 (``select``: ``metadata``, ``executionInfo``, ...: they come with the listing, one ``$select`` for all) and to
-reach back in time when it joins (``since``). Both keep the one look per account alive; neither adds a
-request. ``AccountView.listen`` joins one.
+reach back in time when it joins (``since``: the look that reaches back tells it every change since then, also
+those the view told other listeners before; a restarted job watcher catches up so). Both keep the one look per
+account alive; neither adds a request. ``AccountView.listen`` joins one.
 
 One view per event loop (a triggerer process) and connection (an account and its credential): a failing
 account or credential slows only its own view. The view backs off on throttling and server errors
