@@ -7,9 +7,10 @@ adds no request a poll, however many watch the account; for each completed job t
 listing can answer (job id prefix, metadata, pool), it lists the job's tasks once (their exit codes, and so the
 outcome the ``outcome`` filter reads), and fires.
 
-Each job fires once across restarts and handovers: the watcher keeps a cursor (:mod:`..job_events.cursor`) in an
-Airflow Variable named after the watcher's filters, and a restarted watcher asks the view to reach back to its
-watermark. The guarantee and its limits: docs/howto/job-events.md.
+Each job fires once across restarts and handovers: the watcher keeps a cursor
+(:mod:`airflow_provider_azbatch.job_events.cursor`) in an Airflow Variable named after the watcher's arguments, and a
+restarted watcher asks the view to reach back to its watermark. The guarantee and its limits:
+docs/howto/job-events.md.
 """
 
 from __future__ import annotations
@@ -72,10 +73,10 @@ def cursor_store() -> CursorStore:
 
 
 def cursor_key(kwargs: Mapping[str, Any]) -> str:
-    """The Variable of a watcher's cursor: named after what it watches (its connection and filters), so that a
-    restarted or moved watcher finds it, and a watcher with other filters starts afresh."""
-    identity = {name: kwargs[name] for name in sorted(kwargs) if name != "poll_interval"}
-    digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
+    """The Variable of a watcher's cursor: named after its arguments, which are what Airflow tells one trigger from
+    another by (one trigger serves every asset whose watcher has the same ones): a restarted or moved watcher finds
+    its cursor, and two watchers that differ in any argument, both running, never share one."""
+    digest = hashlib.sha256(json.dumps(dict(kwargs), sort_keys=True).encode()).hexdigest()[:16]
     return f"{CURSOR_VARIABLE_PREFIX}{digest}"
 
 

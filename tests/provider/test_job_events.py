@@ -192,3 +192,36 @@ def test_each_job_fires_once_per_watcher_across_a_restart_beside_another_watcher
     assert second_fired == [f"{prefix}1", f"{prefix}2", f"{prefix}3"]
     # Since the restart: the restarted watcher listed the tasks of jobs 2 and 3, the steady one of job 3.
     assert task_lists == 3
+
+
+def test_a_new_watcher_fires_no_earlier_job_and_one_stopped_before_its_event_settled_fires_it_again(
+    local_batch_service, azbatch_default, batch_client, shared_pool, store
+):
+    run = uuid.uuid4().hex[:6]
+    prefix = f"settle{run}-"
+    trigger = AzureBatchJobCompletedTrigger(job_id_prefix=prefix, poll_interval=0.5)
+    key = cursor_key(trigger.serialize()[1])
+    earlier = _job(batch_client, f"{prefix}earlier", shared_pool)
+    wait_until(_completed(batch_client, earlier), what="the earlier job completed")
+
+    async def scenario() -> tuple[list[str], dict[str, str], list[str]]:
+        watcher = Running(trigger)
+        await _until(lambda: key in store.values, "the watcher's first cursor")
+        job = _job(batch_client, f"{prefix}1", shared_pool)
+        await _until(lambda: watcher.fired() == [job], "the job fired")
+        # Stopped at once: its event may not have reached Airflow's database, so it is not saved as fired.
+        await watcher.stop()
+        saved = Cursor.from_json(store.values[key]).fired
+        first = watcher.fired()
+        watcher.start()
+        view = account_view.account_view("azbatch_default")  # the first closed with its only listener
+        await _until(lambda: watcher.fired() == [job, job], "the job fired again after the restart")
+        looks = view.looks
+        await _until(lambda: view.looks >= looks + 3, "three more looks")
+        await watcher.stop()
+        return first, saved, watcher.fired()
+
+    first, saved, fired = asyncio.run(scenario())
+    assert first == [f"{prefix}1"]
+    assert saved == {}
+    assert fired == [f"{prefix}1", f"{prefix}1"]

@@ -94,10 +94,11 @@ def test_the_trigger_serializes_its_filters_and_nothing_secret_and_is_rebuilt_fr
     assert AzureBatchJobCompletedTrigger(**kwargs).serialize() == (classpath, kwargs)
 
 
-def test_the_cursor_is_named_after_the_connection_and_filters_not_the_poll_interval():
+def test_the_cursor_is_named_after_every_argument_as_airflow_tells_triggers_apart():
     kwargs = AzureBatchJobCompletedTrigger("c", job_id_prefix="a").serialize()[1]
-    assert cursor_key(kwargs) == cursor_key({**kwargs, "poll_interval": 1.0})
+    assert cursor_key(kwargs) == cursor_key(dict(reversed(list(kwargs.items()))))
     assert cursor_key(kwargs) != cursor_key({**kwargs, "job_id_prefix": "b"})
+    assert cursor_key(kwargs) != cursor_key({**kwargs, "poll_interval": 1.0})
     assert cursor_key(kwargs).startswith("azbatch_job_events.")
 
 
