@@ -145,9 +145,9 @@ COMPAT_STAMP := $(COMPAT_VENV)/.installed
 COMPAT_TEST_PATH := PATH="$(CURDIR)/$(COMPAT_BIN):$(CURDIR)/node_modules/.bin:$$PATH"
 # Pure logic, what differs between lines (one process each), a retry reattaching without 3.3's task state
 # store, a cancelled trigger telling a kill from a restart, and what ends a wait when tasks fail (a skipped task,
-# blocked dependents) with each line's exceptions.
+# blocked dependents) with each line's exceptions; the job watcher's firing.
 WHEN_TASKS_FAIL := tests/provider/test_when_tasks_fail.py
-COMPAT_UNIT_TESTS ?= tests/unit tests/compute tests/lines tests/provider/test_trigger_kill.py \
+COMPAT_UNIT_TESTS ?= tests/unit tests/compute tests/lines tests/provider/test_trigger_kill.py tests/provider/test_job_events.py \
 	tests/provider/test_reattach_and_sensor.py::test_a_later_try_reattaches_to_the_running_job \
 	"$(WHEN_TASKS_FAIL)::test_a_task_waiting_on_a_failed_task_ends_the_wait_naming_both[sync]" \
 	"$(WHEN_TASKS_FAIL)::test_skip_on_exit_code_skips_the_airflow_task_and_a_mixed_failure_still_fails[sync]"
@@ -157,7 +157,8 @@ COMPAT_UNIT_TESTS += $(if $(filter 3.0 3.1 3.2,$(LINE)),$(if $(PYTHON_VERSION),,
 EXAMPLES ?= example_azbatch_hello example_azbatch_deferrable
 # Scheduler + triggerer (and Azurite, the cluster's storage): the deferrable example's output in the task log
 # (and its metric), a deferred @task.azure_batch function, and each feature that differs between lines: log
-# sources, the deferred kill (marked failed, cleared), checkpoints across a triggerer restart, the connection form.
+# sources, the deferred kill (marked failed, cleared), checkpoints across a triggerer restart, the connection form,
+# and a DAG started by a job watcher (an asset watcher) once per job, across a triggerer restart.
 REAL_AIRFLOW := tests/airflow_run/test_real_airflow.py
 COMPAT_DEPLOYMENT_TESTS ?= $(REAL_AIRFLOW)::test_output_streams_while_deferred_and_appears_once \
 	$(REAL_AIRFLOW)::test_first_output_appears_within_a_poll_of_the_trigger_start \
@@ -165,7 +166,8 @@ COMPAT_DEPLOYMENT_TESTS ?= $(REAL_AIRFLOW)::test_output_streams_while_deferred_a
 	$(REAL_AIRFLOW)::test_clearing_a_deferred_task_ends_its_job_and_the_next_try_runs_one \
 	$(REAL_AIRFLOW)::test_a_triggerer_restart_loses_no_line \
 	$(REAL_AIRFLOW)::test_the_connection_form_as_the_ui_receives_it_shows_no_null \
-	$(REAL_AIRFLOW)::test_a_deferred_taskflow_function_returns_what_the_dag_branches_on
+	$(REAL_AIRFLOW)::test_a_deferred_taskflow_function_returns_what_the_dag_branches_on \
+	$(REAL_AIRFLOW)::test_a_watcher_scheduled_dag_runs_once_per_training_job_completed_outside_airflow
 # Each line's pytest temporary files in the checkout: a shared /tmp/pytest-of-* keeps only the newest three
 # sessions of anyone on the machine, and may remove a running deployment's home.
 COMPAT_PYTEST := $(COMPAT_BIN)/pytest -q -p no:cacheprovider --basetemp=$(CURDIR)/.test-home/pytest-$(LINE)$(COMPAT_SUFFIX)

@@ -44,7 +44,10 @@ def get_provider_info() -> dict[str, Any]:
         "triggers": [
             {
                 "integration-name": "Azure Batch (azbatch)",
-                "python-modules": ["airflow_provider_azbatch.triggers.job"],
+                "python-modules": [
+                    "airflow_provider_azbatch.triggers.job",
+                    "airflow_provider_azbatch.triggers.job_events",
+                ],
             }
         ],
         "extra-links": ["airflow_provider_azbatch.links.job.AzureBatchJobLink"],

@@ -12,7 +12,7 @@ import contextlib
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from azure.batch.models import BatchError
@@ -73,6 +73,9 @@ from airflow_provider_azbatch.watching.state import (
     TaskAttempt,
     TaskCounts,
 )
+
+if TYPE_CHECKING:
+    from airflow_provider_azbatch.job_events.outcome import TaskEnd
 
 # What the SDK's generated operations raise for these statuses (the others: HttpResponseError).
 _SDK_ERROR_MAP = {
@@ -303,6 +306,24 @@ class AzureBatchAsyncHook(BaseHook):
     async def list_failed_tasks(self, job_id: str) -> list[FailedTask]:
         tasks = self.client.list_tasks(job_id, filter=FAILED_FILTER, select=FAILED_SELECT)
         return [failed_task_of(task) async for task in tasks]
+
+    async def list_task_ends(self, job_id: str) -> list[TaskEnd] | None:
+        """How every task of a (completed) job ended, for a job event; None if the job is gone. Plain JSON, three
+        fields a task, paged (a job of thousands of tasks is a few requests)."""
+        from airflow_provider_azbatch.job_events.outcome import TASK_END_SELECT, task_end_of
+
+        ends: list[TaskEnd] = []
+        url: str | None = f"/jobs/{_segment(job_id)}/tasks"
+        first = True
+        try:
+            while url is not None:
+                page = (await self._get(url, query={"$select": TASK_END_SELECT} if first else None)).json()
+                first = False
+                ends.extend(task_end_of(entry) for entry in page.get("value", ()))
+                url = page.get("odata.nextLink")
+        except ResourceNotFoundError:
+            return None
+        return ends
 
     async def list_preparation_status(self, job_id: str) -> list[SideTaskRun]:
         statuses = self.client.list_job_preparation_and_release_task_status(job_id)

@@ -31,8 +31,9 @@ no triggerer watched it is listed, and its trigger need not look at it first to 
 A :class:`ChangeListener` (an event trigger that fires when any job of the account completes, say) is told of
 every change each look lists, whatever job it is, each transition once; it may ask for more fields of each job
 (``select``: ``metadata``, ``executionInfo``, ...: they come with the listing, one ``$select`` for all) and to
-reach back in time when it joins (``since``). Both keep the one look per account alive; neither adds a
-request. ``AccountView.listen`` joins one.
+reach back in time when it joins (``since``: the look that reaches back tells it every change since then, also
+those the view told other listeners before; a restarted job watcher catches up so). Both keep the one look per
+account alive; neither adds a request. ``AccountView.listen`` joins one.
 
 One view per event loop (a triggerer process) and connection (an account and its credential): a failing
 account or credential slows only its own view. The view backs off on throttling and server errors
@@ -170,6 +171,9 @@ class Listening:
         self.view = view
         self.listener = listener
         self.since = since
+        # Joined with a ``since``: the first look that reaches back to it tells it every change listed since then,
+        # also those the view told other listeners before it joined (a watcher restarted beside them).
+        self.catching_up = since is not None
 
     async def close(self) -> None:
         await self.view.unlisten(self)
@@ -272,9 +276,9 @@ class AccountView:
         """The fields the look asks for besides id, state and stateTransitionTime: what listeners need."""
         return sorted({name for listening in self._listeners for name in listening.listener.select})
 
-    def observe(self, changes: list[JobChange]) -> None:
+    def observe(self, changes: list[JobChange], reach: datetime | None = None) -> None:
         """Tell the subscribers of each job whose state changed since it was last reported, and the listeners
-        of every change listed (each transition once)."""
+        of every change listed (each transition once); ``reach``: how far back the look listed."""
         for change in changes:
             subs = self._subscribers.get(change.id)
             if not subs:
@@ -290,19 +294,26 @@ class AccountView:
             for subscription in subs:
                 subscription.notify(change)
         if self._listeners:
-            self._tell_listeners(changes)
+            self._tell_listeners(changes, reach)
 
-    def _tell_listeners(self, changes: list[JobChange]) -> None:
+    def _tell_listeners(self, changes: list[JobChange], reach: datetime | None = None) -> None:
         new: list[tuple[JobChange, datetime]] = []
+        listed: list[tuple[JobChange, datetime]] = []
         for change in changes:
             at = _wire_time(change.at)
+            listed.append((change, at))
             last = self._listed.get(change.id)
             if last is not None and (last[0] == change.at or last[1] > at):
                 continue  # listed again by an overlapping look, or older than what was told
             self._listed[change.id] = (change.at, at)
             new.append((change, at))
         for listening in list(self._listeners):
-            told = [change for change, at in new if listening.since is None or at >= listening.since]
+            since = listening.since
+            if listening.catching_up and since is not None and reach is not None and reach <= since:
+                listening.catching_up = False
+                told = [change for change, at in listed if at >= since]
+            else:
+                told = [change for change, at in new if since is None or at >= since]
             if told:
                 try:
                     listening.listener.changes(told)
@@ -364,7 +375,7 @@ class AccountView:
                     failing = True
                 else:
                     if reach is not None:
-                        self.observe(changes)
+                        self.observe(changes, reach)
                     if self._catch_up is catch_up:
                         self._catch_up = None  # reached (a subscriber who joined meanwhile asks again)
                     since = answered - timedelta(seconds=OVERLAP_SECONDS)

@@ -25,6 +25,8 @@ pytestmark = pytest.mark.airflow_run
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 DAG_ID = "example_azbatch_deferrable"
+# Scheduled on an asset whose watcher fires when a TorchX training job succeeds.
+WATCHER_DAG_ID = "example_azbatch_job_events"
 STEP = re.compile(r"^\[train\] step (\d+)/(\d+) loss \d+$")
 # What the triggerer logs when it stops a trigger that sent no event (3.0: "trigger ... completed").
 # The example DAG's poll interval, and how long a cancelled trigger takes at most to end a killed task's job
@@ -69,6 +71,7 @@ def cluster(tmp_path_factory, batch, storage, statsd, openlineage_events):
     shutil.copy(ROOT / "example_dags" / f"{DAG_ID}.py", dags)
     shutil.copy(Path(__file__).parent / "dags" / "azbatch_cluster_checks.py", dags)
     shutil.copy(Path(__file__).parent / "dags" / "azbatch_lineage.py", dags)
+    shutil.copy(ROOT / "example_dags" / f"{WATCHER_DAG_ID}.py", dags)
     registry = {
         "conn_type": "generic",
         "host": "registry.example.test",
@@ -101,6 +104,7 @@ def cluster(tmp_path_factory, batch, storage, statsd, openlineage_events):
             "azbatch_taskflow",
             "azbatch_lineage_training",
             "azbatch_lineage_evaluation",
+            WATCHER_DAG_ID,
         ):
             cluster.wait_for_dag(dag_id)
         yield cluster
@@ -465,3 +469,94 @@ def test_an_asset_scheduled_dag_runs_once_per_training_run_with_its_job_and_metr
         assert complete["run"]["facets"]["azureBatchJob"]["exitCodes"] == {"main": 0}
         # The TaskFlow function is the job's source code.
         assert "def train()" in complete["job"]["facets"]["sourceCode"]["sourceCode"]
+
+
+def _watcher_cursor(cluster: AirflowCluster) -> dict | None:
+    """The example watcher's cursor (its Airflow Variable), once it wrote one."""
+    variables = cluster.api("GET", "/variables?limit=100")["variables"]
+    cursors = [v for v in variables if v["key"].startswith("azbatch_job_events.")]
+    assert len(cursors) <= 1, cursors
+    return json.loads(cursors[0]["value"]) if cursors else None
+
+
+def test_a_watcher_scheduled_dag_runs_once_per_training_job_completed_outside_airflow(cluster, batch_client):
+    """Jobs submitted with the SDK directly (as ``torchx run -s azure_batch`` does): each training job that succeeds
+    starts the evaluation DAG once, with the job in the asset event; a failed one and another app's start none; a
+    job that completes while the triggerer is stopped starts it once the triggerer is back, and none runs twice."""
+    import uuid
+
+    from azure.batch import models as m
+
+    from tests.helpers import pool_options, sh
+
+    batch_client.create_pool(pool_options("watched-pool", nodes=1))
+    run = uuid.uuid4().hex[:6]
+
+    def job(name: str, exit_code: int, app: str = "train") -> str:
+        job_id = f"torchx-{name}-{run}"
+        batch_client.create_job(
+            m.BatchJobCreateOptions(
+                id=job_id,
+                pool_info=m.BatchPoolInfo(pool_id="watched-pool"),
+                metadata=[m.BatchMetadataItem(name="torchx-app", value=app)],
+            )
+        )
+        batch_client.create_task(job_id, m.BatchTaskCreateOptions(id="trainer-0", command_line=sh(f"exit {exit_code}")))
+        batch_client.update_job(job_id, m.BatchJobUpdateOptions(all_tasks_complete_mode="terminatejob"))
+        return job_id
+
+    def completed(job_id: str) -> bool:
+        return batch_client.get_job(job_id).state == m.BatchJobState.COMPLETED
+
+    def evaluations() -> list[dict]:
+        runs = cluster.api("GET", f"/dags/{WATCHER_DAG_ID}/dagRuns?order_by=start_date&limit=100")["dag_runs"]
+        return [r for r in runs if r["state"] in ("success", "failed")]
+
+    def evaluated_jobs(count: int) -> list[str]:
+        runs = wait_until(
+            lambda: found if len(found := evaluations()) >= count else None,
+            timeout=180,
+            interval=1,
+            what=f"{count} evaluation runs",
+        )
+        jobs = []
+        for evaluation in runs:
+            assert evaluation["state"] == "success"
+            assert evaluation["run_type"] == "asset_triggered"
+            jobs += [
+                payload["job_id"] for payload in cluster.xcom(WATCHER_DAG_ID, evaluation["dag_run_id"], "evaluate")
+            ]
+        return jobs
+
+    def settled(job_id: str) -> bool:
+        cursor = _watcher_cursor(cluster)
+        return cursor is not None and job_id in cursor["fired"]
+
+    # The watcher runs (the DAG processor registered it, a triggerer started it) once it saved its first cursor.
+    wait_until(lambda: _watcher_cursor(cluster), timeout=180, interval=1, what="the watcher's first cursor")
+    first = job("train", 0)
+    failed = job("train-bad", 1)
+    other = job("eval", 0, app="eval")
+    wait_until(lambda: all(completed(j) for j in (first, failed, other)), timeout=60, what="the first jobs completed")
+    assert evaluated_jobs(1) == [first]
+    (evaluation,) = evaluations()
+    (payload,) = cluster.xcom(WATCHER_DAG_ID, evaluation["dag_run_id"], "evaluate")
+    assert payload["outcome"] == "succeeded"
+    assert payload["exit_codes"] == {"trainer-0": 0}
+    assert payload["metadata"] == {"torchx-app": "train"}
+    assert payload["pool_id"] == "watched-pool"
+    wait_until(lambda: settled(first), timeout=60, interval=1, what="the first job saved as fired")
+
+    # A training job completes while no triggerer runs: it starts one run when the triggerer is back.
+    cluster.stop_component("triggerer")
+    while_stopped = job("train-while-stopped", 0)
+    wait_until(lambda: completed(while_stopped), timeout=60, what="the job completed while the triggerer was stopped")
+    cluster.start_triggerer("triggerer")
+    assert evaluated_jobs(2) == [first, while_stopped]
+
+    after = job("train-after", 0)
+    assert evaluated_jobs(3) == [first, while_stopped, after]
+    # Once the last one is saved as fired, every event of these jobs has reached Airflow: none ran twice.
+    wait_until(lambda: settled(after), timeout=60, interval=1, what="the last job saved as fired")
+    assert evaluated_jobs(3) == [first, while_stopped, after]
+    assert len(evaluations()) == 3

@@ -114,3 +114,37 @@ def test_the_view_is_on_unless_switched_off(monkeypatch):
     looks = asyncio.run(watch_job("azbatch_default", "job-1", 5.0))
     assert isinstance(looks, OwnLooks)
     assert looks.job_look_interval() == 5.0
+
+
+class _Heard:
+    select = ("metadata",)
+    interval = 1.0
+
+    def __init__(self) -> None:
+        self.heard: list[str] = []
+
+    def changes(self, changes) -> None:
+        self.heard += [f"{change.id}:{change.state}" for change in changes]
+
+
+def test_a_listener_that_joins_with_a_since_hears_what_the_view_told_others_before():
+    from airflow_provider_azbatch.triggers.account_view import Listening
+
+    view = AccountView("conn")
+    t0 = datetime(2026, 12, 3, 12, 0, tzinfo=timezone.utc)
+    steady = _Heard()
+    view._listeners.append(Listening(view, steady, t0))
+    view._listeners[0].catching_up = False
+    listed = [JobChange("a", "completed", "2026-12-03T12:00:05Z"), JobChange("b", "completed", "2026-12-03T12:00:09Z")]
+    view.observe(listed, t0)
+    assert steady.heard == ["a:completed", "b:completed"]
+    # A restarted watcher joins, its watermark between the two: the look that reaches back tells it "b" again.
+    restarted = _Heard()
+    view._listeners.append(Listening(view, restarted, datetime(2026, 12, 3, 12, 0, 7, tzinfo=timezone.utc)))
+    view.observe(listed, t0)
+    assert restarted.heard == ["b:completed"]
+    assert steady.heard == ["a:completed", "b:completed"]  # each transition once for the others
+    # Caught up: from then on, each transition once for it too.
+    view.observe([*listed, JobChange("c", "completed", "2026-12-03T12:00:12Z")], t0)
+    assert restarted.heard == ["b:completed", "c:completed"]
+    assert steady.heard == ["a:completed", "b:completed", "c:completed"]

@@ -1,0 +1,72 @@
+"""How a completed job ended, from its tasks, and the event a watcher fires for it (no Airflow, no I/O)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from airflow_provider_azbatch.job_events.filters import metadata_of, pool_of
+from airflow_provider_azbatch.watching.state import JobChange
+
+# An event stays small for a job of thousands of tasks: exit codes of this many tasks at most (failed ones first).
+MAX_EXIT_CODES = 100
+# The task fields a watcher lists for a completed job.
+TASK_END_SELECT = "id,state,executionInfo"
+
+
+@dataclass(frozen=True)
+class TaskEnd:
+    """A task of a completed job, as List Tasks gives it: how it ended (None where it never ran)."""
+
+    id: str
+    state: str
+    exit_code: int | None = None
+    result: str | None = None
+
+    @property
+    def succeeded(self) -> bool:
+        return self.state == "completed" and self.result == "success"
+
+
+def task_end_of(entry: Mapping[str, Any]) -> TaskEnd:
+    """One entry of List Tasks (plain JSON, ``TASK_END_SELECT``)."""
+    info = entry.get("executionInfo") or {}
+    code = info.get("exitCode")
+    return TaskEnd(
+        id=str(entry["id"]),
+        state=str(entry.get("state") or ""),
+        exit_code=int(code) if isinstance(code, int) else None,
+        result=str(info["result"]) if info.get("result") else None,
+    )
+
+
+def outcome_of(tasks: Sequence[TaskEnd]) -> str:
+    """ "succeeded" when the job had tasks and every one of them succeeded (as an Airflow run of the job would
+    succeed), else "failed" (a task failed, never ran, or the job was ended before it had any)."""
+    return "succeeded" if tasks and all(task.succeeded for task in tasks) else "failed"
+
+
+def job_event(change: JobChange, tasks: Sequence[TaskEnd], *, conn_id: str, account: str | None) -> dict[str, Any]:
+    """The payload of the event fired for a completed job (docs/reference/lineage.md#batch-job-events)."""
+    execution = change.fields.get("executionInfo") or {}
+    ordered = sorted(tasks, key=lambda task: (task.succeeded, task.id))  # failed tasks first
+    codes = {task.id: task.exit_code for task in ordered[:MAX_EXIT_CODES]}
+    payload: dict[str, Any] = {
+        "job_id": change.id,
+        "outcome": outcome_of(tasks),
+        "completed_at": change.at,
+        "pool_id": pool_of(change.fields),
+        "terminate_reason": execution.get("terminateReason") if isinstance(execution, Mapping) else None,
+        "exit_codes": codes,
+        "tasks": {
+            "succeeded": sum(1 for task in tasks if task.succeeded),
+            "failed": sum(1 for task in tasks if not task.succeeded),
+        },
+        "metadata": metadata_of(change.fields),
+        "batch_account": account,
+        "conn_id": conn_id,
+    }
+    if len(tasks) > MAX_EXIT_CODES:
+        payload["exit_codes_truncated"] = True
+    return payload
