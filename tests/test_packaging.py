@@ -85,10 +85,12 @@ def test_the_wheel_is_the_provider_alone(tmp_path):
         metadata = archive.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
         entry_points = archive.read(next(n for n in names if n.endswith(".dist-info/entry_points.txt"))).decode()
     modules = {name.split("/")[0] for name in names if not name.startswith("airflow_provider_azbatch-")}
-    # The TorchX scheduler's registration: a portion of the torchx_plugins namespace package (no __init__.py).
+    # The TorchX scheduler's and named resources' registration: portions of the torchx_plugins namespace package
+    # (no __init__.py).
     assert modules == {"airflow_provider_azbatch", "torchx_plugins"}
-    assert [name for name in names if name.startswith("torchx_plugins/")] == [
-        "torchx_plugins/schedulers/azure_batch.py"
+    assert sorted(name for name in names if name.startswith("torchx_plugins/")) == [
+        "torchx_plugins/named_resources/azure.py",
+        "torchx_plugins/schedulers/azure_batch.py",
     ]
     assert not any("emulator" in name or "local_azure_batch" in name for name in names)
     assert "airflow_provider_azbatch/py.typed" in names
