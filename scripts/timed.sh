@@ -33,7 +33,9 @@ start=$(date +%s)
 status=$?
 took=$(($(date +%s) - start))
 # `times`: this shell's user and system time, then its children's (every process the part ran and waited for).
-cpu=$(times | awk 'NR == 2 { for (i = 1; i <= 2; i++) { split($i, t, /[ms]/); sum += t[1] * 60 + t[2] } printf "%.0f", sum }')
+# Written to a file by this shell itself: in a pipeline or $(...), `times` would report a subshell's.
+times >"$log.times"
+cpu=$(awk 'NR == 2 { for (i = 1; i <= 2; i++) { split($i, t, /[ms]/); sum += t[1] * 60 + t[2] } printf "%.0f", sum }' "$log.times")
 outcome=$([[ $status -eq 0 ]] && echo "" || echo "  FAILED (exit status $status)")
 line=$(printf '%6d s %6d s CPU  %s%s' "$took" "$cpu" "$name" "$outcome")
 echo "=== ${name}: ${took} s (${cpu} s CPU)${outcome}"
