@@ -16,7 +16,8 @@ cannot show:
   deferred job thus costs the view's listing a poll and a look a minute: what 0.3's own poll cost.
 
 Its tasks' output is read on another cadence, the trigger's own, from the account's output reads
-(:mod:`airflow_provider_azbatch.triggers.output_reads`: likeliest growth first, paced, within ``[azbatch] output_requests_per_second``).
+(:mod:`airflow_provider_azbatch.triggers.output_reads`: likeliest growth first, paced, within ``[azbatch]
+output_requests_per_second``).
 
 "Since" is the service's clock, never the triggerer's: the ``Date`` of the previous look's answer, less
 ``OVERLAP_SECONDS`` so that a transition stamped just before an answer (by another machine of the service) is
