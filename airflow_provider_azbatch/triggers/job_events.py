@@ -104,6 +104,14 @@ class _Changes:
         return taken
 
 
+def _decoded(metadata: Any) -> Any:
+    """``metadata`` as given, or as Airflow 3.2's triggerer passes a serialized dict back to the trigger: still in
+    its serialized form, ``{"__var": {...}, "__type": "dict"}``."""
+    if isinstance(metadata, Mapping) and set(metadata) == {"__var", "__type"} and metadata["__type"] == "dict":
+        return metadata["__var"]
+    return metadata
+
+
 class AzureBatchJobCompletedTrigger(BaseEventTrigger):
     """Fires when a Batch job completes in the connection's account, for an ``AssetWatcher``.
 
@@ -126,6 +134,7 @@ class AzureBatchJobCompletedTrigger(BaseEventTrigger):
         poll_interval: float = 10.0,
     ) -> None:
         super().__init__()
+        metadata = _decoded(metadata)
         self.filter = JobFilter.of(job_id_prefix=job_id_prefix, metadata=metadata, pool_id=pool_id, outcome=outcome)
         if not isinstance(conn_id, str) or not conn_id:
             raise ValueError(f"conn_id={conn_id!r}: give the id of an azbatch connection")

@@ -188,3 +188,12 @@ def test_a_restarted_watcher_fires_what_completed_since_its_watermark_and_not_wh
     assert not completions.is_new("before", T0 - timedelta(seconds=1))
     completions.seen(T0 + timedelta(seconds=7))
     assert completions.to_save(0.0) is None  # the watermark cannot move (newest - KEEP is before it)
+
+
+def test_metadata_as_airflow_3_2s_triggerer_passes_it_back_is_read_as_the_dict_it_was():
+    # 3.2's triggerer hands a trigger its serialized dict kwargs still encoded ({"__var": ..., "__type": "dict"}).
+    from airflow_provider_azbatch.triggers.job_events import AzureBatchJobCompletedTrigger
+
+    encoded = {"__var": {"torchx-app": "train"}, "__type": "dict"}
+    trigger = AzureBatchJobCompletedTrigger(metadata=encoded, job_id_prefix="torchx-")
+    assert trigger.serialize()[1]["metadata"] == {"torchx-app": "train"}
