@@ -107,8 +107,11 @@ class _Changes:
 def _decoded(metadata: Any) -> Any:
     """``metadata`` as given, or as Airflow 3.2's triggerer passes a serialized dict back to the trigger: still in
     its serialized form, ``{"__var": {...}, "__type": "dict"}``."""
-    if isinstance(metadata, Mapping) and set(metadata) == {"__var", "__type"} and metadata["__type"] == "dict":
-        return metadata["__var"]
+    if isinstance(metadata, Mapping):
+        # Its keys are Airflow's Encoding members there: str enums, whose hash is not their value's.
+        plain = {getattr(key, "value", key): value for key, value in metadata.items()}
+        if set(plain) == {"__var", "__type"} and getattr(plain["__type"], "value", plain["__type"]) == "dict":
+            return plain["__var"]
     return metadata
 
 

@@ -197,3 +197,8 @@ def test_metadata_as_airflow_3_2s_triggerer_passes_it_back_is_read_as_the_dict_i
     encoded = {"__var": {"torchx-app": "train"}, "__type": "dict"}
     trigger = AzureBatchJobCompletedTrigger(metadata=encoded, job_id_prefix="torchx-")
     assert trigger.serialize()[1]["metadata"] == {"torchx-app": "train"}
+    # As Airflow encodes it: its keys are Encoding members (str enums hashed by their names, not their values).
+    from airflow.serialization.serialized_objects import BaseSerialization
+
+    trigger = AzureBatchJobCompletedTrigger(metadata=BaseSerialization.serialize({"torchx-app": "train"}))
+    assert trigger.serialize()[1]["metadata"] == {"torchx-app": "train"}
