@@ -106,12 +106,15 @@ class _Changes:
 
 def _decoded(metadata: Any) -> Any:
     """``metadata`` as given, or as Airflow 3.2's triggerer passes a serialized dict back to the trigger: still in
-    its serialized form, ``{"__var": {...}, "__type": "dict"}``."""
-    if isinstance(metadata, Mapping):
-        # Its keys are Airflow's Encoding members there: str enums, whose hash is not their value's.
-        plain = {getattr(key, "value", key): value for key, value in metadata.items()}
-        if set(plain) == {"__var", "__type"} and getattr(plain["__type"], "value", plain["__type"]) == "dict":
-            return plain["__var"]
+    its serialized form, ``{"__var": {...}, "__type": "dict"}``, whose keys (Airflow's ``Encoding`` members) may
+    even have become their names (``"Encoding.VAR"``)."""
+    if not isinstance(metadata, Mapping):
+        return metadata
+    names = {"__var": "__var", "Encoding.VAR": "__var", "__type": "__type", "Encoding.TYPE": "__type"}
+    plain = {names.get(str(getattr(key, "value", key)), key): value for key, value in metadata.items()}
+    kind = str(getattr(plain.get("__type"), "value", plain.get("__type")))
+    if set(plain) == {"__var", "__type"} and kind in ("dict", "DagAttributeTypes.DICT"):
+        return plain["__var"]
     return metadata
 
 

@@ -202,3 +202,6 @@ def test_metadata_as_airflow_3_2s_triggerer_passes_it_back_is_read_as_the_dict_i
 
     trigger = AzureBatchJobCompletedTrigger(metadata=BaseSerialization.serialize({"torchx-app": "train"}))
     assert trigger.serialize()[1]["metadata"] == {"torchx-app": "train"}
+    # As 3.2's triggerer handed it over in a deployment: the members' names as strings.
+    named = {"Encoding.VAR": {"torchx-app": "train"}, "Encoding.TYPE": "DagAttributeTypes.DICT"}
+    assert AzureBatchJobCompletedTrigger(metadata=named).serialize()[1]["metadata"] == {"torchx-app": "train"}
