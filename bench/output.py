@@ -349,24 +349,9 @@ def main() -> None:
     if args.child:
         child_main(json.loads(args.child))
         return
-    harness.OUT.mkdir(exist_ok=True)
-    port = args.port or harness.free_port()
-    proc = harness.start_endpoint(port, harness.LATENCY_MS)
-    endpoint = f"http://127.0.0.1:{port}"
-    results = []
-    try:
-        for spec in matrix(args.quick):
-            if args.only and not any(part in spec["name"] for part in args.only):
-                continue
-            harness.say(f"scenario {spec['name']}")
-            result = run_scenario(spec, endpoint, proc.pid)
-            if result is not None:
-                results.append(result)
-                harness.say(json.dumps({k: v for k, v in result.items() if k != "ops_per_s"}))
-                (harness.OUT / "output-results.json").write_text(json.dumps(results, indent=1))
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    results = harness.run_matrix(
+        matrix(args.quick), args.only, args.port, run_scenario, "ops_per_s", harness.OUT / "output-results.json"
+    )
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     text = (
         f"Measured {stamp} on {harness.machine()} (the endpoint, the triggers and other work share the cores: the "

@@ -572,6 +572,38 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def run_matrix(
+    specs: list[dict[str, Any]],
+    only: list[str],
+    port: int,
+    run_scenario: Callable[[dict[str, Any], str, int], dict[str, Any] | None],
+    quiet: str,
+    saved: Path | None = None,
+) -> list[dict[str, Any]]:
+    """Run the scenarios named by ``only`` (all when empty) against one synthetic endpoint, saying each result
+    (without its ``quiet`` field) as it comes and keeping what ran so far in ``saved``."""
+    OUT.mkdir(exist_ok=True)
+    port = port or free_port()
+    proc = start_endpoint(port, LATENCY_MS)
+    endpoint = f"http://127.0.0.1:{port}"
+    results: list[dict[str, Any]] = []
+    try:
+        for spec in specs:
+            if only and not any(part in spec["name"] for part in only):
+                continue
+            say(f"scenario {spec['name']}")
+            result = run_scenario(spec, endpoint, proc.pid)
+            if result is not None:
+                results.append(result)
+                say(json.dumps({k: v for k, v in result.items() if k != quiet}))
+                if saved is not None:
+                    saved.write_text(json.dumps(results, indent=1))
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    return results
+
+
 def machine() -> str:
     cpu = platform.processor() or "unknown CPU"
     try:

@@ -6,11 +6,15 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from azure.batch import models as m
+
+from tests.helpers import wait_until
 
 pytest.importorskip("torchx", reason="the [torchx] extra is not installed")
 
@@ -68,3 +72,24 @@ def pool_gone(batch_client, job_id: str) -> bool:
     """The pool made for the job is deleted (and with it every node's files)."""
     pool_id = batch_client.get_job(job_id).execution_info.pool_id
     return pool_id not in {pool.id for pool in batch_client.list_pools()}
+
+
+def run_until_it_fails(runner, app, batch_client):
+    """Run ``app``, wait for TorchX to call it FAILED (within a minute: fail fast) and for Batch to have ended its
+    job; the app's status then and the job's id."""
+    from torchx.specs import AppState
+
+    started = time.monotonic()
+    handle = runner.run(app, "azure_batch", cfg={}, workspace=None)
+    wait_until(
+        lambda: (found := runner.status(handle)) is not None and found.state == AppState.FAILED,
+        timeout=60,
+        interval=1,
+        what="the app FAILED",
+    )
+    assert time.monotonic() - started < 60
+    job_id = job_of(handle)
+    wait_until(
+        lambda: batch_client.get_job(job_id).state == m.BatchJobState.COMPLETED, timeout=60, what="the job ended"
+    )
+    return runner.status(handle), job_id

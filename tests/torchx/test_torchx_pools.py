@@ -3,17 +3,14 @@ size, read as one app by status, log and list; a role failing on one pool stops 
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 runner_api = pytest.importorskip("torchx.runner", reason="the [torchx] extra is not installed")
 
-from azure.batch import models as m  # noqa: E402
 from torchx.specs import AppDef, AppState, Role, resource  # noqa: E402
 
 from tests.helpers import wait_until  # noqa: E402
-from tests.torchx.conftest import job_of  # noqa: E402
+from tests.torchx.conftest import job_of, run_until_it_fails  # noqa: E402
 
 pytestmark = pytest.mark.azurite
 
@@ -73,22 +70,9 @@ def test_a_role_failing_on_one_pool_stops_the_roles_on_the_other(azbatch_with_st
         ],
     )
     with runner_api.get_runner() as runner:
-        started = time.monotonic()
-        handle = runner.run(app, "azure_batch", cfg={}, workspace=None)
-        wait_until(
-            lambda: (found := runner.status(handle)) is not None and found.state == AppState.FAILED,
-            timeout=60,
-            interval=1,
-            what="the app FAILED",
-        )
-        assert time.monotonic() - started < 60
-        job_id = job_of(handle)
         # The status that saw the evaluator's job end stopped the trainer's: it does not sleep its 600 s.
-        wait_until(
-            lambda: batch_client.get_job(job_id).state == m.BatchJobState.COMPLETED, timeout=60, what="the job ended"
-        )
-        assert batch_client.get_job(job_id).execution_info.termination_reason == "TorchXReplicaFailed:1/0:3"
-        status = runner.status(handle)
+        status, job_id = run_until_it_fails(runner, app, batch_client)
+    assert batch_client.get_job(job_id).execution_info.termination_reason == "TorchXReplicaFailed:1/0:3"
     assert status.state == AppState.FAILED
     assert status.msg == (
         "Role 'evaluator' replica 0 failed with exit code 3; the app was stopped (fail fast). Last 1 lines of its "

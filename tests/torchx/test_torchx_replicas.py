@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,7 @@ from torchx.schedulers.api import Stream  # noqa: E402
 from torchx.specs import AppDef, AppState, Resource, RetryPolicy, Role  # noqa: E402
 
 from tests.helpers import wait_until  # noqa: E402
-from tests.torchx.conftest import job_of, pool_gone  # noqa: E402
+from tests.torchx.conftest import job_of, pool_gone, run_until_it_fails  # noqa: E402
 
 pytestmark = pytest.mark.azurite
 
@@ -75,20 +74,7 @@ def test_a_role_that_fails_at_once_fails_the_app_within_a_minute_naming_role_rep
         roles=[sh_role("trainer", "sleep 600"), sh_role("evaluator", "echo 'no checkpoint to evaluate' >&2; exit 3")],
     )
     with runner_api.get_runner() as runner:
-        started = time.monotonic()
-        handle = runner.run(app, "azure_batch", cfg={}, workspace=None)
-        wait_until(
-            lambda: (found := runner.status(handle)) is not None and found.state == AppState.FAILED,
-            timeout=60,
-            interval=1,
-            what="the app FAILED",
-        )
-        assert time.monotonic() - started < 60
-        job_id = job_of(handle)
-        wait_until(
-            lambda: batch_client.get_job(job_id).state == m.BatchJobState.COMPLETED, timeout=60, what="the job ended"
-        )
-        status = runner.status(handle)
+        status, job_id = run_until_it_fails(runner, app, batch_client)
     assert status.state == AppState.FAILED
     assert status.msg == (
         "Role 'evaluator' replica 0 failed with exit code 3; the app was stopped (fail fast). Last 1 lines of its "
