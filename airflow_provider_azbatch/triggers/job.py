@@ -353,7 +353,6 @@ class AzureBatchJobTrigger(BaseTrigger):
             not_before,
             max_age=self.poll_interval + stall,
         )
-        self._warm_up_task_questions()
         hook = AzureBatchAsyncHook(self.azbatch_conn_id)
         try:
             # Reading the checkpoint may take seconds on a fresh triggerer: a kill meanwhile is a kill too.
@@ -427,6 +426,7 @@ class AzureBatchJobTrigger(BaseTrigger):
             next_look = subscription.first_look_at(wake_at)
             look_every = subscription.job_look_interval()
             changed = False
+            warm = False
             while True:
                 started = time.time()
                 late = started - wake_at
@@ -490,6 +490,11 @@ class AzureBatchJobTrigger(BaseTrigger):
                 if done:
                     return self._done(state, lines.take())
                 lines.show()
+                if not warm:
+                    # After the first poll: on 3.2 the triggerer's requests wait for the first one's slow reply,
+                    # the connection this watch reads first among them.
+                    self._warm_up_task_questions()
+                    warm = True
                 self._shown = state.to_json()
                 checkpoints.offer(self._shown)
                 if reads is not None:
@@ -643,9 +648,11 @@ class AzureBatchJobTrigger(BaseTrigger):
 
         A triggerer answers its first such question slowly (it builds its execution API then: 5-8 s, 30 s on a
         busy 2-core machine), and a killed task's trigger asks one (see :mod:`.kill`): asked at the first trigger's
-        start, that cost is not paid at the first kill.
+        start, that cost is not paid at the first kill. Not before the trigger's first poll: on 3.2 the triggerer
+        answers its requests in order, and the first poll's (the connection) would wait for that slow one. Not on
+        3.3+, where ``on_kill`` asks nothing.
         """
-        if not self.terminate_on_kill or self._ti_coordinates() is None or triggers_run_inline():
+        if not self.terminate_on_kill or TRIGGER_ON_KILL or self._ti_coordinates() is None or triggers_run_inline():
             return
         loop_id = id(asyncio.get_running_loop())
         if loop_id in _warmed_up:

@@ -12,7 +12,6 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from airflow import __version__ as airflow_version
 
 from airflow_provider_azbatch import compat
 from airflow_provider_azbatch.submission.job_ids import default_job_id
@@ -159,11 +158,6 @@ def _seconds(entry: dict) -> float:
     return datetime.fromisoformat(entry["timestamp"].replace("Z", "+00:00")).timestamp()
 
 
-@pytest.mark.xfail(
-    airflow_version.startswith("3.2."),
-    reason="known regression on Airflow 3.2 since the paced output reads (issue 35): 2.5-3.1 s measured here",
-    strict=False,
-)
 def test_first_output_appears_within_a_poll_of_the_trigger_start(cluster):
     run_id = cluster.trigger(DAG_ID, {"steps": 40})
     wait_until(lambda: cluster.run_state(DAG_ID, run_id) in ("success", "failed"), timeout=180, interval=1)
