@@ -108,6 +108,37 @@ def test_a_pools_idle_time_is_counted_between_samples_from_what_the_earlier_one_
     ]
 
 
+def test_nodes_allocated_between_two_samples_count_from_their_allocation():
+    from datetime import datetime, timezone
+
+    from airflow_provider_azbatch.watching import idle_time
+    from airflow_provider_azbatch.watching.state import NodeTimes, WatchState
+
+    def iso(epoch: float) -> str:
+        return datetime.fromtimestamp(epoch, timezone.utc).isoformat()
+
+    # A pool scaling up from zero during a short run: the first sample sees no node, the last one two.
+    state = WatchState(job_id="job", pool_id="p")
+    idle_time.sample(state, "p", [], 1000.0)
+    idle_time.sample(
+        state,
+        "p",
+        [
+            # Allocated at 1010, booted and ran its start task, running a task since 1030.
+            NodeTimes("a", True, iso(1010.0), "running", iso(1030.0)),
+            # A Spot node allocated at 1020 and still idle.
+            NodeTimes("b", False, iso(1020.0), "idle", iso(1025.0)),
+            # Preempted (not paid), and one allocated before the earlier sample (that sample counted what it saw).
+            NodeTimes("c", False, iso(1015.0), "preempted", iso(1040.0)),
+            NodeTimes("d", True, iso(900.0), "idle", iso(990.0)),
+        ],
+        1050.0,
+    )
+    record = state.pool_idle["p"]
+    assert record["paid_seconds"] == {"dedicated": 40.0, "spot": 30.0}
+    assert record["idle_seconds"] == {"dedicated": 20.0, "spot": 30.0}
+
+
 def test_a_pool_is_flagged_when_a_node_stays_idle_past_its_interval_and_the_margin():
     from datetime import datetime, timedelta, timezone
     from types import SimpleNamespace
