@@ -1,8 +1,9 @@
 """Live output at scale: how much of the output deferred jobs' tasks write is in the task logs, and how soon.
 
-    python bench/output.py                  # the matrix of issue 35 (about 50 minutes on 2 cores)
+    python bench/output.py                  # the matrix of issue 35 (about an hour on 2 cores)
     python bench/output.py --quick          # a smoke run (about 3 minutes)
     python bench/output.py --only 200x20    # scenarios whose name contains this (repeatable; --write: to the file)
+    python bench/output.py --only view-1000x20-5s --warm 400 --add   # a later steady state, added to the rows saved
 
 Each scenario runs in a fresh subprocess against the synthetic endpoint (``bench/synthetic_batch.py``), as
 ``bench/run.py`` runs its own (greenback portal and log context per trigger, logs rendered as the triggerer's
@@ -168,11 +169,12 @@ async def child(spec: dict[str, Any], channel: LineChannel) -> dict[str, Any]:
     lags: list[tuple[float, float]] = []
     watcher = asyncio.create_task(harness.loop_lag(lags))
     runs = [asyncio.create_task(run_one(j, interval * j / n)) for j in range(n)]
-    while True:  # warm-up: every task's files listed, and WARM_MIN
+    warm_min = spec.get("warm") or WARM_MIN
+    while True:  # warm-up: every task's files listed, and WARM_MIN (or the scenario's own)
         await asyncio.sleep(0.5)
         stats = await admin("stats")
         elapsed = time.time() - start
-        if (stats["tasks_listed"] >= n * tasks and elapsed >= WARM_MIN) or elapsed >= WARM_LIMIT:
+        if (stats["tasks_listed"] >= n * tasks and elapsed >= warm_min) or elapsed >= max(WARM_LIMIT, warm_min):
             break
     warm = time.time() - start
     harness.say(f"warm-up done in {warm:.1f} s ({stats['tasks_listed']} of {n * tasks} tasks listed)")
@@ -183,37 +185,43 @@ async def child(spec: dict[str, Any], channel: LineChannel) -> dict[str, Any]:
     await asyncio.sleep(WINDOW)
     cpu1, stats1 = me.cpu_times(), await admin("stats")
     t1 = stats1["time"]
-    await asyncio.sleep(TAIL)
+    # The lines written in the window: (when written, when shown or None).
+    period = LINE_PERIOD
+
+    def window_lines() -> list[tuple[float, float | None]]:
+        found = []
+        for j in range(n):
+            for t in range(tasks):
+                stream = synthetic_batch.Stream("lines", rate, f"t{t:03d}", LINE_BYTES)
+                stream.phase = synthetic_batch.phase_of(j * tasks + t, period)
+                k = max(0, int((t0 - created - stream.phase) / period) - 1)
+                shown = channel.shown.get((j, f"t{t:03d}"), {})
+                while (at := stream.written_at(created, k)) <= t1:
+                    if at >= t0:
+                        found.append((at, shown.get(k)))
+                    k += 1
+        return found
+
+    # The tail: until every line of the window is shown, TAIL seconds at most.
+    tail_end = time.time() + TAIL
+    while time.time() < tail_end:
+        await asyncio.sleep(2.0)
+        if all(when is not None for _, when in window_lines()):
+            break
     for run in runs:
         run.cancel()
     await asyncio.gather(*runs, return_exceptions=True)
     watcher.cancel()
     await session.close()
 
-    # The lines written in the window, and when each was shown.
-    period = LINE_PERIOD
     delays: list[float] = []
     by_end = within = written = 0
-    for j in range(n):
-        for t in range(tasks):
-            stream = synthetic_batch.Stream("lines", rate, f"t{t:03d}", LINE_BYTES)
-            stream.phase = synthetic_batch.phase_of(j * tasks + t, period)
-            first = max(0, int((t0 - created - stream.phase) / period) - 1)
-            shown = channel.shown.get((j, f"t{t:03d}"), {})
-            k = first
-            while True:
-                at = stream.written_at(created, k)
-                k += 1
-                if at < t0:
-                    continue
-                if at > t1:
-                    break
-                written += 1
-                when = shown.get(k - 1)
-                delay = when - at if when is not None else float("inf")
-                delays.append(delay)
-                by_end += when is not None and when <= t1
-                within += delay <= interval + 2.0
+    for at, when in window_lines():
+        written += 1
+        delay = when - at if when is not None else float("inf")
+        delays.append(delay)
+        by_end += when is not None and when <= t1
+        within += delay <= interval + 2.0
     delays.sort()
     span = t1 - t0
 
@@ -257,6 +265,7 @@ async def child(spec: dict[str, Any], channel: LineChannel) -> dict[str, Any]:
         "lag_max_ms": 1000 * window_lags[-1] if window_lags else None,
         "load1": load,
         "warm_s": warm,
+        "warm": spec.get("warm"),
         "read_every_s": span * growing_files / growing_reads if growing_reads else None,
         "budget": budget,
         "implied_read_every_s": max(interval, growing_files / budget) if budget else None,
@@ -317,6 +326,11 @@ def delay(value: float | None, tail: float) -> str:
     return f"> {tail:.0f}" if value == float("inf") else f"{value:.1f}"
 
 
+def warm_note(r: dict[str, Any]) -> str:
+    """A row measured after a longer warm-up than the default says so (a steady state that takes minutes)."""
+    return f" (after {r['warm_s']:.0f} s)" if r.get("warm") else ""
+
+
 def table(results: list[dict[str, Any]]) -> str:
     head = (
         "| trigger | jobs x streamed tasks | interval | by end | within poll + 2 s | delay p50 / p99 | req/s (output) "
@@ -328,7 +342,8 @@ def table(results: list[dict[str, Any]]) -> str:
         name = "**view**" if r["trigger"] == "view" else r["trigger"]
         implied = f" ({r['implied_read_every_s']:.0f} s)" if r["implied_read_every_s"] else ""
         rows.append(
-            f"| {name} | {r['jobs']} x {r['tasks']} | {r['interval']:g} s | {fmt(r['share_by_end'], '.2f')} | "
+            f"| {name} | {r['jobs']} x {r['tasks']}{warm_note(r)} | {r['interval']:g} s | "
+            f"{fmt(r['share_by_end'], '.2f')} | "
             f"{fmt(r['share_within_poll_2s'], '.2f')} | {delay(r['delay_p50_s'], r['tail_s'])} / "
             f"{delay(r['delay_p99_s'], r['tail_s'])} s | "
             f"{r['requests_per_s']:.0f} ({r['output_requests_per_s']:.0f}) | "
@@ -345,13 +360,17 @@ def main() -> None:
     parser.add_argument("--only", action="append", default=[])
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--write", action="store_true", help="write bench/output-results.md with --only too")
+    parser.add_argument("--warm", type=float, help="the warm-up's least length (s), for a later steady state")
+    parser.add_argument("--add", action="store_true", help="add the rows to those saved (bench/.out), then write")
     args = parser.parse_args()
     if args.child:
         child_main(json.loads(args.child))
         return
-    results = harness.run_matrix(
-        matrix(args.quick), args.only, args.port, run_scenario, "ops_per_s", harness.OUT / "output-results.json"
-    )
+    saved = harness.OUT / "output-results.json"
+    before = json.loads(saved.read_text()) if args.add and saved.exists() else []
+    specs = [{**spec, "warm": args.warm} if args.warm else spec for spec in matrix(args.quick)]
+    results = before + harness.run_matrix(specs, args.only, args.port, run_scenario, "ops_per_s", saved)
+    saved.write_text(json.dumps(results, indent=1))
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     text = (
         f"Measured {stamp} on {harness.machine()} (the endpoint, the triggers and other work share the cores: the "
@@ -359,7 +378,7 @@ def main() -> None:
         f"{LINE_BYTES}-byte line every {LINE_PERIOD:g} s; a {WINDOW:g} s window.\n\n" + table(results)
     )
     print(text)
-    if args.write or (not args.only and not args.quick):
+    if args.write or args.add or (not args.only and not args.quick):
         RESULTS.write_text(text)
 
 

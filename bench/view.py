@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import platform
@@ -49,19 +50,23 @@ import run as harness  # noqa: E402  (bench/run.py: the endpoint, the log channe
 
 RESULTS = HERE / "view-results.md"
 WARM = 5.0  # the warm-up lasts at least this long: every trigger started and looked at its job once
-WARM_LIMIT = 90.0  # and at most this long
+WARM_LIMIT = 90.0  # and at most this long, plus the time the paced first looks take (FIRST_LOOKS_PER_SECOND)
 STEADY = 20.0  # the steady window (s); then the jobs end on the service one after the other
 ENDS_SPREAD = 20.0  # over this many seconds
 GROWING_EVERY = 100
 HOME = tempfile.mkdtemp(prefix="bench-view-airflow-")
 
 
-def scenario(trigger: str, jobs: int, interval: float, mode: str = "watch", accounts: int = 1) -> dict[str, Any]:
+def scenario(
+    trigger: str, jobs: int, interval: float, mode: str = "watch", accounts: int = 1, start: str = "spread"
+) -> dict[str, Any]:
     tasks = 20 if mode == "watch" else 1
     streamed = 0 if mode == "watch" else 1
     label = f"{jobs}x{accounts}" if accounts > 1 else str(jobs)
+    suffix = "-restart" if start == "restart" else ""
     return {
-        "name": f"{trigger}-{label}-{interval:g}s-{mode}",
+        "name": f"{trigger}-{label}-{interval:g}s-{mode}{suffix}",
+        "start": start,
         "trigger": trigger,
         "jobs": jobs,
         "accounts": accounts,
@@ -77,11 +82,14 @@ def scenario(trigger: str, jobs: int, interval: float, mode: str = "watch", acco
 def matrix(quick: bool) -> list[dict[str, Any]]:
     if quick:
         return [scenario("view", 50, 1.0), scenario("per-job", 50, 1.0), scenario("view", 60, 1.0, accounts=3)]
-    out = []
+    # The small end: one deferred job, idle (its 20 tasks running, nothing streamed) and streaming one growing file.
+    out = [scenario(trigger, 1, 1.0, mode) for mode in ("watch", "stream1") for trigger in ("view", "per-job")]
     for jobs in (100, 1000):
         for interval in (1.0, 5.0):
             out.append(scenario("view", jobs, interval))
     out.append(scenario("view", 3000, 1.0, accounts=3))
+    out.append(scenario("view", 3000, 1.0, accounts=3, start="restart"))
+    out.append(scenario("view", 10000, 1.0, accounts=10))
     out.append(scenario("view", 1000, 1.0, "stream1"))
     out.append(scenario("per-job", 1000, 1.0))
     out.append(scenario("per-job", 1000, 1.0, "stream1"))
@@ -102,6 +110,7 @@ async def child(spec: dict[str, Any], channel: harness.Channel) -> dict[str, Any
     from airflow.providers.microsoft.azure.triggers.batch import AzureBatchTrigger
     from structlog.contextvars import bind_contextvars
 
+    from airflow_provider_azbatch.triggers.account_view import FIRST_LOOKS_PER_SECOND
     from airflow_provider_azbatch.triggers.job import AzureBatchJobTrigger
     from airflow_provider_azbatch.watching.state import WatchState
 
@@ -158,13 +167,20 @@ async def child(spec: dict[str, Any], channel: harness.Channel) -> dict[str, Any
     lags: list[tuple[float, float]] = []
 
     watcher = asyncio.create_task(harness.loop_lag(lags))
-    tasks = [asyncio.create_task(run_one(j, interval * j / n)) for j in range(n)]
-    # Warm-up: every trigger started and looked at its job (at least WARM seconds, at most WARM_LIMIT).
+    # "spread": the triggers start over one poll interval, as tasks defer; "restart": all at once, as a triggerer
+    # that starts (or restarts) with every deferred job of its share.
+    spread = interval if spec.get("start", "spread") == "spread" else 0.0
+    tasks = [asyncio.create_task(run_one(j, spread * j / n)) for j in range(n)]
+    # Warm-up: every trigger started and looked at its job (at least WARM seconds, at most WARM_LIMIT). The
+    # requests of each half second of it, for the first seconds' rate (a storm of first looks, or none).
+    served: list[tuple[float, int]] = []
+    warm_limit = WARM_LIMIT + n / FIRST_LOOKS_PER_SECOND
     while True:
         await asyncio.sleep(0.5)
-        stats = await admin("stats")
+        stats = await admin("stats?brief=1")
         elapsed = time.time() - start
-        if (elapsed >= WARM and stats["min_polls"] >= 1) or elapsed >= WARM_LIMIT:
+        served.append((elapsed, sum(stats["by_account"].values())))
+        if (elapsed >= WARM and stats["min_polls"] >= 1) or elapsed >= warm_limit:
             break
     startup = time.time() - start
     harness.say(f"warm-up done in {startup:.1f} s (fewest polls of a job: {stats['min_polls']})")
@@ -214,6 +230,9 @@ async def child(spec: dict[str, Any], channel: harness.Channel) -> dict[str, Any
     growing_looks = stats1["growing_looks"] - stats0["growing_looks"]
     stream_looks = growing_looks / growing / (span / interval) if growing else None
     window_lags = sorted(lag for at, lag in lags if at >= window_start)
+    startup_lags = [lag for at, lag in lags if at < window_start]
+    first_5s = max((count for at, count in served if at <= 5.25), default=0)
+    steps = [(b[1] - a[1]) / (b[0] - a[0]) for a, b in itertools.pairwise([(0.0, 0), *served])]
     cpu = (sum(cpu1[:2]) - sum(cpu0[:2])) / span
     machine = (harness.busy(all1) - harness.busy(all0)) / span
     return {
@@ -239,6 +258,10 @@ async def child(spec: dict[str, Any], channel: harness.Channel) -> dict[str, Any
         "stream_looks": stream_looks,
         "rss_per_job_kib": (rss_steady - rss_before) / n / 1024,
         "startup_s": startup,
+        "start": spec.get("start", "spread"),
+        "startup_requests_5s": first_5s,
+        "startup_peak_req_per_s": max(steps, default=0.0),
+        "startup_lag_max_ms": 1000 * max(startup_lags, default=0.0),
         "fired": len(events),
         "statuses": {s: sum(1 for v in statuses.values() if v == s) for s in set(statuses.values())},
         "lines_shown": sum(channel.task_lines.values()),
@@ -302,11 +325,19 @@ def fmt(value: float | None, spec: str, suffix: str = "") -> str:
     return "-" if value is None else f"{value:{spec}}{suffix}"
 
 
+def start_cell(r: dict[str, Any]) -> str:
+    if "startup_requests_5s" not in r:
+        return "-"
+    how = "all at once" if r["start"] == "restart" else "spread"
+    return f"{how}: {r['startup_requests_5s']}, {r['startup_peak_req_per_s']:.0f}/s, {r['startup_lag_max_ms']:.0f} ms"
+
+
 def table(results: list[dict[str, Any]]) -> str:
     head = (
         "| trigger | jobs x accounts | interval | mode | req/s per account | looks (of ideal) | CPU trigger | "
-        "loop lag p99 | end → event p50 / p99 / max | within poll + 1 s | RSS/job | machine load |\n"
-        "|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+        "loop lag p99 | end → event p50 / p99 / max | within poll + 1 s | start: requests in 5 s, peak req/s, "
+        "lag max | RSS/job | machine load |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
     )
     rows = []
     for r in results:
@@ -319,7 +350,7 @@ def table(results: list[dict[str, Any]]) -> str:
             f"{r['req_per_s_max_account']:.1f} | {looks} | {100 * r['cpu_trigger']:.0f} % | "
             f"{fmt(r['lag_p99_ms'], '.0f', ' ms')} | {fmt(r['end_p50_s'], '.2f')} / {fmt(r['end_p99_s'], '.2f')} / "
             f"{fmt(r['end_max_s'], '.2f')} s | {100 * r['within_poll_plus_1']:.0f} % | "
-            f"{r['rss_per_job_kib']:.0f} KiB | {r['load1']:.1f} |"
+            f"{start_cell(r)} | {r['rss_per_job_kib']:.0f} KiB | {r['load1']:.1f} |"
         )
     return head + "\n".join(rows) + "\n"
 
