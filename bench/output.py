@@ -37,7 +37,6 @@ import argparse
 import asyncio
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -49,6 +48,8 @@ sys.path.insert(0, str(HERE))
 
 import run as harness  # noqa: E402  (bench/run.py: the endpoint, the log channel, the helpers)
 import synthetic_batch  # noqa: E402
+
+fmt = harness.cell
 
 RESULTS = HERE / "output-results.md"
 LINE_BYTES = 100
@@ -303,21 +304,8 @@ def run_scenario(spec: dict[str, Any], endpoint: str, endpoint_pid: int) -> dict
         "AIRFLOW__AZBATCH__MIN_DEFERRAL_SECONDS": "0",
         "AIRFLOW__AZBATCH__ACCOUNT_VIEW": "False" if spec["trigger"] == "per-job" else "True",
     }
-    payload = json.dumps({**spec, "endpoint": endpoint, "endpoint_pid": endpoint_pid})
-    log_path = harness.OUT / f"output-{spec['name']}.log"
-    with open(log_path, "w") as log:
-        proc = subprocess.run(
-            [sys.executable, __file__, "--child", payload], stdout=subprocess.PIPE, stderr=log, text=True, env=env
-        )
-    for line in proc.stdout.splitlines():
-        if line.startswith("RESULT "):
-            return json.loads(line[len("RESULT ") :])
-    harness.say(f"{spec['name']} failed (see {log_path})")
-    return None
-
-
-def fmt(value: float | None, spec: str, suffix: str = "") -> str:
-    return "-" if value is None else f"{value:{spec}}{suffix}"
+    payload = {**spec, "endpoint": endpoint, "endpoint_pid": endpoint_pid}
+    return harness.child_result(__file__, payload, env, harness.OUT / f"output-{spec['name']}.log")
 
 
 def delay(value: float | None, tail: float) -> str:

@@ -465,6 +465,29 @@ def run_child(spec: dict[str, Any], env: dict[str, str], profile: bool) -> dict[
     return None
 
 
+def child_result(script: str, spec: dict[str, Any], env: dict[str, str], log_path: Path) -> dict[str, Any] | None:
+    """Run ``script --child <spec>`` (one scenario in a fresh process, its stderr to ``log_path``) and return the
+    result it printed (None, said, when it printed none)."""
+    with open(log_path, "w") as log:
+        proc = subprocess.run(
+            [sys.executable, script, "--child", json.dumps(spec)],
+            stdout=subprocess.PIPE,
+            stderr=log,
+            text=True,
+            env=env,
+        )
+    for line in proc.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[len("RESULT ") :])
+    say(f"{spec['name']} failed (see {log_path})")
+    return None
+
+
+def cell(value: float | None, spec: str, suffix: str = "") -> str:
+    """A table cell: ``value`` formatted, or a dash."""
+    return "-" if value is None else f"{value:{spec}}{suffix}"
+
+
 def short(frame: str) -> str:
     """``func (path/to/file.py:12)`` -> ``func (file.py)``."""
     name, _, where = frame.partition(" (")

@@ -36,7 +36,6 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -47,6 +46,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import run as harness  # noqa: E402  (bench/run.py: the endpoint, the log channel, the helpers)
+
+fmt = harness.cell
 
 RESULTS = HERE / "view-results.md"
 WARM = 5.0  # the warm-up lasts at least this long: every trigger started and looked at its job once
@@ -308,21 +309,8 @@ def run_scenario(spec: dict[str, Any], endpoint: str, endpoint_pid: int) -> dict
         "AIRFLOW__AZBATCH__MIN_DEFERRAL_SECONDS": "0",
     }
     env["AIRFLOW__AZBATCH__ACCOUNT_VIEW"] = "False" if spec["trigger"] == "per-job" else "True"
-    payload = json.dumps({**spec, "endpoint": endpoint, "endpoint_pid": endpoint_pid})
-    log_path = harness.OUT / f"view-{spec['name']}.log"
-    with open(log_path, "w") as log:
-        proc = subprocess.run(
-            [sys.executable, __file__, "--child", payload], stdout=subprocess.PIPE, stderr=log, text=True, env=env
-        )
-    for line in proc.stdout.splitlines():
-        if line.startswith("RESULT "):
-            return json.loads(line[len("RESULT ") :])
-    harness.say(f"{spec['name']} failed (see {log_path})")
-    return None
-
-
-def fmt(value: float | None, spec: str, suffix: str = "") -> str:
-    return "-" if value is None else f"{value:{spec}}{suffix}"
+    payload = {**spec, "endpoint": endpoint, "endpoint_pid": endpoint_pid}
+    return harness.child_result(__file__, payload, env, harness.OUT / f"view-{spec['name']}.log")
 
 
 def start_cell(r: dict[str, Any]) -> str:
