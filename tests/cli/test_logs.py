@@ -186,9 +186,10 @@ def _start_emitting(batch_client, shared_pool, job_id: str, count: int, pause: f
 
     def some_output() -> bool:
         files = {f.name: f for f in batch_client.list_task_files(job_id, "emit")}
-        return "stdout.txt" in files and int(files["stdout.txt"].properties.content_length) > 0
+        # A few lines at least (each "line N" is 7-9 bytes): more than a --tail 3 shows.
+        return "stdout.txt" in files and int(files["stdout.txt"].properties.content_length) > 60
 
-    wait_until(some_output, what="the task's first output")
+    wait_until(some_output, what="the task's first lines")
 
 
 def _stdout_size(batch_client, job_id: str) -> int:

@@ -38,6 +38,9 @@ class ServiceSettings:
     node_start_seconds: float = 1.0
     # How long deleting pools/jobs stay visible in the deleting state before they are gone.
     delete_seconds: float = 0.3
+    # How long the nodes of a completed job's auto pool keep its task files after the pool starts deleting. On Azure
+    # they leave the pool over minutes; a watcher reading a finished task's last output meets them still there.
+    auto_pool_files_seconds: float = 3.0
     # Autoscale formulas run this often (the pool's own interval, min 5 minutes, is still validated
     # and reported); None evaluates at the pool's interval like the real service.
     autoscale_interval_seconds: float | None = 5.0

@@ -279,10 +279,11 @@ class Allocation:
         node.pool.nodes.pop(node.id, None)
         node.dirs.remove()
 
-    async def delete_pool(self, pool: Pool) -> None:
-        """A deleting pool's nodes go (their tasks requeued), then the pool."""
+    async def delete_pool(self, pool: Pool, files_seconds: float = 0.0) -> None:
+        """A deleting pool's nodes go (their tasks requeued), then the pool; its task files stay readable for
+        ``files_seconds`` at least."""
         await asyncio.gather(*(self.drain(node, "requeue") for node in list(pool.nodes.values())))
-        await asyncio.sleep(self.account.settings.delete_seconds)
+        await asyncio.sleep(max(self.account.settings.delete_seconds, files_seconds))
         for node in list(pool.nodes.values()):
             node.dirs.remove()
         shutil.rmtree(self.account.settings.task_root / "pools" / pool.id, ignore_errors=True)

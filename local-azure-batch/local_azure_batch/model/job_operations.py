@@ -148,9 +148,9 @@ class JobOperations:
         await self.side_tasks.release(job)
         if job.state == TERMINATING:
             job.complete()
-        self._finish_auto_pool(job)
+        self._finish_auto_pool(job, self.account.settings.auto_pool_files_seconds)
 
-    def _finish_auto_pool(self, job: Job) -> None:
+    def _finish_auto_pool(self, job: Job, files_seconds: float = 0.0) -> None:
         auto = job.spec["poolInfo"].get("autoPoolSpecification")
         pool = job.auto_pool
         if (
@@ -160,7 +160,7 @@ class JobOperations:
             and pool.key in self.account.pools
             and pool.state != POOL_DELETING
         ):
-            self.pools.delete_pool(pool.id)
+            self.pools.delete_pool(pool.id, files_seconds)
 
     async def stop_running_tasks(self, job: Job, reason: str) -> None:
         running = [task for task in job.tasks.values() if task.state == RUNNING]

@@ -70,12 +70,12 @@ class PoolOperations:
     def list_pools(self) -> list[Pool]:
         return sorted(self.account.pools.values(), key=lambda pool: pool.key)
 
-    def delete_pool(self, pool_id: str) -> None:
+    def delete_pool(self, pool_id: str, files_seconds: float = 0.0) -> None:
         pool = self.account.pool(pool_id)
         if pool.state == POOL_DELETING:
             return
         pool.set_state(POOL_DELETING)
-        self.account.spawn(self.allocation.delete_pool(pool))
+        self.account.spawn(self.allocation.delete_pool(pool, files_seconds))
 
     def patch_pool(self, pool_id: str, body: Any, replace: bool = False) -> Pool:
         pool = self._active_pool(pool_id)
