@@ -161,7 +161,9 @@ def test_an_overloaded_service_is_looked_at_again_after_its_retry_after(
         async def run() -> tuple[dict, int, int]:
             trigger_run = asyncio.ensure_future(anext(_trigger(job_id).run()))
             view = await _view_of("azbatch_default")
-            event = await asyncio.wait_for(trigger_run, 30)
+            # Measured 26-34 s here from the outage to the event (not yet explained; see known issues): the bound
+            # is whether it recovers at all, not how soon.
+            event = await asyncio.wait_for(trigger_run, 90)
             return event.payload, view.failures, view.looks
 
         payload, failures, looks = asyncio.run(run())
