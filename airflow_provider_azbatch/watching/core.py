@@ -63,6 +63,7 @@ from airflow_provider_azbatch.watching.state import (
     StreamCursor,
     TaskCounts,
     WatchState,
+    epoch_seconds,
 )
 from airflow_provider_azbatch.watching.streams import Tail
 
@@ -649,7 +650,5 @@ class JobWatcher:
 
 
 def _whole_seconds(iso: str) -> int | None:
-    try:
-        return int(datetime.fromisoformat(iso).timestamp())
-    except ValueError:
-        return None
+    seconds = epoch_seconds(iso)
+    return int(seconds) if seconds is not None else None

@@ -14,10 +14,9 @@ waiting for.
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
-from airflow_provider_azbatch.watching.state import NodeTimes, WatchState
+from airflow_provider_azbatch.watching.state import NodeTimes, WatchState, epoch_seconds
 
 NODE_SAMPLE_SECONDS = 60.0
 MOVED_SAMPLE_SECONDS = 10.0
@@ -70,21 +69,14 @@ def sample(state: WatchState, pool_id: str, nodes: list[NodeTimes] | None, now: 
     record.update(at=now, idle=idle, paid=paid)
 
 
-def _epoch(iso: str | None) -> float | None:
-    try:
-        return datetime.fromisoformat(iso).timestamp() if iso else None
-    except ValueError:
-        return None
-
-
 def _count_arrival(record: dict[str, Any], node: NodeTimes, before: float, now: float) -> None:
     """A paid node allocated between the samples ``before`` and ``now``, which the earlier one could not count:
     paid since its allocation, idle until it started running (or until now)."""
-    allocated = _epoch(node.allocated)
+    allocated = epoch_seconds(node.allocated)
     if node.state in UNPAID_STATES or allocated is None or not before < allocated < now:
         return
     kind = "dedicated" if node.dedicated else "spot"
     record["paid_seconds"][kind] += now - allocated
-    running_since = _epoch(node.state_since) if node.state == "running" else None
+    running_since = epoch_seconds(node.state_since) if node.state == "running" else None
     idle_until = now if running_since is None else min(now, max(allocated, running_since))
     record["idle_seconds"][kind] += idle_until - allocated

@@ -9,11 +9,20 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from typing import Any
 
 STDOUT, STDERR = "stdout.txt", "stderr.txt"
 STREAMS = (STDOUT, STDERR)
 TERMINAL_JOB_STATES = ("completed", "terminating", "deleting")
+
+
+def epoch_seconds(iso: str | None) -> float | None:
+    """An ISO 8601 time as the service gave it (with its offset), in epoch seconds; None if absent or unreadable."""
+    try:
+        return datetime.fromisoformat(iso).timestamp() if iso else None
+    except ValueError:
+        return None
 
 
 @dataclass(frozen=True)
