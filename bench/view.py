@@ -9,9 +9,12 @@ Each scenario runs in a fresh subprocess against the synthetic endpoint (``bench
 runner sends them): N deferred jobs over 1 or 3 accounts (a connection each), watch-only (20 running tasks per job)
 or one streamed task per job (1 % of them writing 800 B/s). The triggers start spread over one poll interval; the
 warm-up lasts until every trigger looked at its job once, the steady window ``STEADY`` s, then the jobs end on the
-service one after the other over ``ENDS_SPREAD`` s. Measured:
+service one after the other over ``ENDS_SPREAD`` s. The "steady" rows (and ``--warm S``) warm up longer, until the
+looks at the jobs have their steady cadence (``STEADY_WARM``: every job looked at twice, the quiet ones resting on
+the pool pulse). Measured:
 
-- **req/s per account** in the steady window (every Batch request, counted by the endpoint per Shared Key account);
+- **req/s per account** in the steady window (every Batch request, counted by the endpoint per Shared Key account;
+  per operation in the JSON details, ``ops_per_s``);
 - **CPU** of the trigger process in the steady window, in % of one core (its own CPU time: the machine is shared);
 - **loop lag p99** over the steady window and the ends (a task sleeping 50 ms);
 - **end → event**: for every job, the time from its end on the service (its ``stateTransitionTime``) to its
@@ -55,19 +58,27 @@ WARM_LIMIT = 90.0  # and at most this long, plus the time the paced first looks 
 STEADY = 20.0  # the steady window (s); then the jobs end on the service one after the other
 ENDS_SPREAD = 20.0  # over this many seconds
 GROWING_EVERY = 100
+STEADY_WARM = 150.0  # a steady row's warm-up (s): every job looked at twice, the quiet ones resting on the pulse
 HOME = tempfile.mkdtemp(prefix="bench-view-airflow-")
 
 
 def scenario(
-    trigger: str, jobs: int, interval: float, mode: str = "watch", accounts: int = 1, start: str = "spread"
+    trigger: str,
+    jobs: int,
+    interval: float,
+    mode: str = "watch",
+    accounts: int = 1,
+    start: str = "spread",
+    warm: float = 0.0,
 ) -> dict[str, Any]:
     tasks = 20 if mode == "watch" else 1
     streamed = 0 if mode == "watch" else 1
     label = f"{jobs}x{accounts}" if accounts > 1 else str(jobs)
-    suffix = "-restart" if start == "restart" else ""
+    suffix = ("-restart" if start == "restart" else "") + ("-steady" if warm else "")
     return {
         "name": f"{trigger}-{label}-{interval:g}s-{mode}{suffix}",
         "start": start,
+        "warm": warm,
         "trigger": trigger,
         "jobs": jobs,
         "accounts": accounts,
@@ -88,9 +99,12 @@ def matrix(quick: bool) -> list[dict[str, Any]]:
     for jobs in (100, 1000):
         for interval in (1.0, 5.0):
             out.append(scenario("view", jobs, interval))
+    # The looks' steady state: measured once every job had its second look (the jobs' first looks spread over
+    # jobs / job_looks_per_second seconds) and the quiet ones rest on the pool pulse.
+    out.append(scenario("view", 1000, 1.0, warm=STEADY_WARM))
     out.append(scenario("view", 3000, 1.0, accounts=3))
     out.append(scenario("view", 3000, 1.0, accounts=3, start="restart"))
-    out.append(scenario("view", 10000, 1.0, accounts=10))
+    out.append(scenario("view", 10000, 1.0, accounts=10, warm=STEADY_WARM + 100))
     out.append(scenario("view", 1000, 1.0, "stream1"))
     out.append(scenario("per-job", 1000, 1.0))
     out.append(scenario("per-job", 1000, 1.0, "stream1"))
@@ -185,13 +199,14 @@ async def child(spec: dict[str, Any], channel: harness.Channel) -> dict[str, Any
             break
     startup = time.time() - start
     harness.say(f"warm-up done in {startup:.1f} s (fewest polls of a job: {stats['min_polls']})")
-    await asyncio.sleep(2 * interval)  # the first looks' aftermath
+    # The first looks' aftermath; with --warm, until the looks' backoff has reached its steady cadence.
+    await asyncio.sleep(max(2 * interval, spec.get("warm", 0.0) - (time.time() - start)))
     window_start = time.time()
     rss_steady = harness.rss_bytes()
     cpu0, stats0 = me.cpu_times(), await admin("stats")
     all0 = psutil.cpu_times()
     load = os.getloadavg()[0]
-    await asyncio.sleep(STEADY)
+    await asyncio.sleep(spec.get("steady") or STEADY)
     cpu1, stats1 = me.cpu_times(), await admin("stats")
     all1 = psutil.cpu_times()
     steady_end = time.time()
@@ -243,6 +258,7 @@ async def child(spec: dict[str, Any], channel: harness.Channel) -> dict[str, Any
         "accounts": len(accounts),
         "interval": interval,
         "mode": spec["mode"],
+        "warm": spec.get("warm", 0.0),
         "req_per_s_per_account": per_account,
         "req_per_s_max_account": max(per_account.values()),
         "cpu_trigger": cpu,
@@ -256,6 +272,7 @@ async def child(spec: dict[str, Any], channel: harness.Channel) -> dict[str, Any
         "end_max_s": delays[-1] if delays else None,
         "within_poll_plus_1": within / n,
         "looks": looks,
+        "ops_per_s": {name: round(ops(name) / span, 2) for name in sorted(stats1["ops"]) if ops(name)},
         "stream_looks": stream_looks,
         "rss_per_job_kib": (rss_steady - rss_before) / n / 1024,
         "startup_s": startup,
@@ -334,7 +351,8 @@ def table(results: list[dict[str, Any]]) -> str:
             looks += f", streams {r['stream_looks']:.2f}"
         name = "**view**" if r["trigger"] == "view" else r["trigger"]
         rows.append(
-            f"| {name} | {r['jobs']} x {r['accounts']} | {r['interval']:g} s | {r['mode']} | "
+            f"| {name} | {r['jobs']} x {r['accounts']} | {r['interval']:g} s | "
+            f"{r['mode']}{' (steady)' if r.get('warm') else ''} | "
             f"{r['req_per_s_max_account']:.1f} | {looks} | {100 * r['cpu_trigger']:.0f} % | "
             f"{fmt(r['lag_p99_ms'], '.0f', ' ms')} | {fmt(r['end_p50_s'], '.2f')} / {fmt(r['end_p99_s'], '.2f')} / "
             f"{fmt(r['end_max_s'], '.2f')} s | {100 * r['within_poll_plus_1']:.0f} % | "
@@ -349,11 +367,15 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--only", action="append", default=[])
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--warm", type=float, help="the warm-up's least length (s), for the looks' steady cadence")
+    parser.add_argument("--steady", type=float, help=f"the steady window (s; default {STEADY:g})")
     args = parser.parse_args()
     if args.child:
         child_main(json.loads(args.child))
         return
-    results = harness.run_matrix(matrix(args.quick), args.only, args.port, run_scenario, "req_per_s_per_account")
+    steady = args.steady or STEADY
+    specs = [{**spec, "warm": args.warm or spec["warm"], "steady": steady} for spec in matrix(args.quick)]
+    results = harness.run_matrix(specs, args.only, args.port, run_scenario, "req_per_s_per_account")
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     cpu = platform.processor() or platform.machine()
     text = (

@@ -104,7 +104,17 @@ def tail_range(size: int, max_bytes: int) -> tuple[int, int] | None:
     return (max(0, size - max_bytes), size - 1) if size > 0 else None
 
 
-NODE_TIMES_SELECT = ["id", "isDedicated", "allocationTime", "state", "stateTransitionTime", "lastBootTime"]
+NODE_TIMES_SELECT = [
+    "id",
+    "isDedicated",
+    "allocationTime",
+    "state",
+    "stateTransitionTime",
+    "lastBootTime",
+    "runningTasksCount",
+    "totalTasksRun",
+    "recentTasks",
+]
 
 
 def node_times_of(node: Any) -> NodeTimes:
@@ -120,6 +130,9 @@ def node_times_of(node: Any) -> NodeTimes:
         enum_value(state) if state is not None else None,
         iso("state_transition_time"),
         iso("last_boot_time"),
+        getattr(node, "running_tasks_count", None),
+        getattr(node, "total_tasks_run", None),
+        tuple(dict.fromkeys(task.job_id for task in getattr(node, "recent_tasks", None) or () if task.job_id)),
     )
 
 

@@ -13,7 +13,10 @@ cannot show:
 - progress, tasks blocked by failed dependencies, a pool that cannot give nodes: every poll for a few jobs,
   every ``jobs / [azbatch] job_looks_per_second`` seconds for many, and twice as far apart after each look at
   which nothing moved (a job whose tasks wait for nodes excepted), at most ``MAX_JOB_LOOK_SECONDS``. One idle
-  deferred job thus costs the view's listing a poll and a look a minute: what 0.3's own poll cost.
+  deferred job thus costs the view's listing a poll and a look a minute: what 0.3's own poll cost;
+- when its job is quiet on a pool with other quiet jobs: when the pool's pulse saw its tasks move
+  (:mod:`airflow_provider_azbatch.triggers.pool_pulse`: one listing of the pool's nodes every few seconds
+  instead of a look at every job).
 
 Its tasks' output is read on another cadence, the trigger's own, from the account's output reads
 (:mod:`airflow_provider_azbatch.triggers.output_reads`: likeliest growth first, paced, within ``[azbatch]
@@ -57,6 +60,7 @@ from airflow_provider_azbatch.hooks.batch_async import AzureBatchAsyncHook
 from airflow_provider_azbatch.hooks.errors import describe_error, is_transient, retry_after_seconds
 from airflow_provider_azbatch.retries import Backoff
 from airflow_provider_azbatch.triggers.output_reads import OutputReads, Reader
+from airflow_provider_azbatch.triggers.pool_pulse import PoolPulse
 from airflow_provider_azbatch.watching.state import JobChange
 
 log = logging.getLogger(__name__)
@@ -85,12 +89,38 @@ class Subscription:
         self.last_change: JobChange | None = None  # the last change of the job the view listed
         self._waiter: asyncio.Future[None] | None = None
         self.reads: Reader = view.output_reads().reader(self.nudge)
+        # The pool whose pulse this trigger's quiet job waits on (see triggers/pool_pulse.py), and when the pulse
+        # asked it to look at its job (epoch seconds, paced; None: it did not).
+        self.quiet_pool: str | None = None
+        self.look_request: float | None = None
 
     def notify(self, change: JobChange | None = None) -> None:
         """The job changed (``change``, as listed; None: look at it anyway, e.g. the view failed for good)."""
         self.changed = True
         self.last_change = change
         self.nudge()
+
+    def look_soon(self) -> None:
+        """The pool pulse saw the job's tasks move (or can no longer tell): look at the job, paced with the
+        triggerer's first looks."""
+        if self.look_request is None:
+            self.look_request = first_look_slot(time.time())
+        self.nudge()
+
+    def take_look_request(self) -> float | None:
+        """When the pool pulse asked for a look at the job (None: it did not since the last call)."""
+        requested, self.look_request = self.look_request, None
+        return requested
+
+    def rest_on_pulse(self, pool_id: str) -> float | None:
+        """The job is quiet on ``pool_id``: how long it may go without looking at itself, as the pool pulse tells
+        it when its tasks move (None: no pulse covers the pool yet; it looks on its own cadence)."""
+        pulse = self.view.pulse
+        return pulse.quiet_look_interval() if pulse.quiet(self, pool_id) else None
+
+    def stir(self) -> None:
+        """The job is not quiet (any more): it looks on its own cadence."""
+        self.view.pulse.unquiet(self)
 
     def nudge(self) -> None:
         """Wake the trigger (output reads were granted) without a change of its job."""
@@ -99,8 +129,9 @@ class Subscription:
             waiter.set_result(None)
 
     async def wait(self, timeout: float) -> bool:
-        """Wait until the job changed, reads were granted, or ``timeout`` seconds passed; whether it changed."""
-        if not self.changed and not self.reads.granted and timeout > 0:
+        """Wait until the job changed, reads were granted, the pool pulse asked for a look, or ``timeout`` seconds
+        passed; whether it changed."""
+        if not self.changed and not self.reads.granted and self.look_request is None and timeout > 0:
             loop = asyncio.get_running_loop()
             # One future and one timer handle: a waiting trigger costs no task.
             waiter = self._waiter = loop.create_future()
@@ -192,6 +223,7 @@ class AccountView:
         self._listed: dict[str, tuple[str, datetime]] = {}  # job id -> its last transition told to listeners
         self._catch_up: datetime | None = None  # how far back the next look must reach for those who joined late
         self._output: OutputReads | None = None
+        self.pulse = PoolPulse()
         self._task: asyncio.Task[None] | None = None
         self.ready = asyncio.Event()  # the first look answered (or failed): subscribers need not wait longer
         self._wake = asyncio.Event()
@@ -245,6 +277,7 @@ class AccountView:
         if subs is None or subscription not in subs:
             return
         subs.remove(subscription)
+        self.pulse.unquiet(subscription)
         if not subs:
             del self._subscribers[subscription.job_id]
             self._seen.pop(subscription.job_id, None)
@@ -326,6 +359,22 @@ class AccountView:
         for job_id in [job_id for job_id, (_, at) in self._listed.items() if at < since]:
             del self._listed[job_id]
 
+    async def _pulse(self, hook: AzureBatchAsyncHook, every: float) -> None:
+        """List the nodes of the pools whose pulse is due (see :mod:`airflow_provider_azbatch.triggers.pool_pulse`)."""
+        pools = self.pulse.due(time.time())
+        if not pools:
+            return
+        answers = await asyncio.gather(*(hook.list_pool_nodes(pool_id) for pool_id in pools), return_exceptions=True)
+        now = time.time()
+        for pool_id, answer in zip(pools, answers, strict=True):
+            if isinstance(answer, BaseException):
+                if isinstance(answer, asyncio.CancelledError):
+                    raise answer
+                log.debug("Pool pulse of %s (connection %r) failed: %s", pool_id, self.conn_id, describe_error(answer))
+                self.pulse.failed(pool_id, now, every)
+            else:
+                self.pulse.observe(pool_id, answer, now, every)
+
     def _notify_all(self) -> None:
         for subs in self._subscribers.values():
             for subscription in subs:
@@ -360,6 +409,8 @@ class AccountView:
                     self.failures += 1
                     self.healthy = False
                     self.ready.set()
+                    if not failing:
+                        self.pulse.release_all()  # the jobs it covers can no longer count on the view
                     if not is_transient(exc):
                         # Refused (a credential, a permission): each trigger finds out at its own next look and
                         # ends as it would have; nothing is tried faster than the backoff.
@@ -387,6 +438,7 @@ class AccountView:
                     backoff.reset()
                     self.ready.set()
                     delay = self.interval()
+                    await self._pulse(hook, delay)
                 self._wake.clear()
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), delay)

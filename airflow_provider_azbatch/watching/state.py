@@ -66,7 +66,8 @@ class JobChange:
 @dataclass(frozen=True)
 class NodeTimes:
     """A node as the pool lists it: whether it is dedicated, when it was allocated, its state since when, and
-    when its agent last booted (ISO 8601; None where the listing did not say)."""
+    when its agent last booted (ISO 8601; None where the listing did not say); the tasks it runs, how many it ran,
+    and the jobs of the tasks that recently ran on it (what the account view's pool pulse compares)."""
 
     id: str
     dedicated: bool
@@ -74,6 +75,9 @@ class NodeTimes:
     state: str | None = None
     state_since: str | None = None
     last_boot: str | None = None
+    running_tasks: int | None = None
+    tasks_run: int | None = None
+    recent_jobs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from airflow_provider_azbatch.hooks.batch import AzureBatchHook
 from airflow_provider_azbatch.submission.job import JobSubmission
 from airflow_provider_azbatch.submission.reattach import submit
 from airflow_provider_azbatch.submission.tasks import TaskSpec
-from airflow_provider_azbatch.triggers import account_view
+from airflow_provider_azbatch.triggers import account_view, pool_pulse
 from airflow_provider_azbatch.triggers.job import AzureBatchJobTrigger
 from airflow_provider_azbatch.watching.state import WatchState
 from tests.airflow_helpers import azbatch_connection_json, captured_logs, messages
@@ -323,3 +323,63 @@ def test_output_shows_while_the_jobs_state_is_unchanged(local_batch_service, azb
     assert "Tasks_GetTaskFile" in operations
     assert not {op for op in operations if op.startswith("Jobs_GetJob") and op != "Jobs_GetJobTaskCounts"}
 
+
+def test_quiet_jobs_on_a_pool_look_at_themselves_when_its_pulse_sees_their_tasks_move(
+    local_batch_service, azbatch_default, shared_pool, monkeypatch, tmp_path
+):
+    # Two quiet jobs are enough for a pulse here (seven in a triggerer), listed every second (ten).
+    monkeypatch.setattr(pool_pulse, "PULSE_MIN_JOBS", 2)
+    monkeypatch.setattr(pool_pulse, "PULSE_SECONDS", 1.0)
+    hook = AzureBatchHook()
+    release = tmp_path / "release"
+    held = sh(f"while [ ! -f {release} ]; do sleep 0.1; done")
+    quiet = [_job(hook, shared_pool, "sleep 120") for _ in range(2)]
+    moving = f"view-{uuid.uuid4().hex[:8]}"
+    tasks = [TaskSpec(id="t0", command_line="sleep 120"), TaskSpec(id="t1", command_line=held)]
+    submit(hook, JobSubmission(job_id=moving, pool_id=shared_pool, tasks=tasks))
+    jobs = [*quiet, moving]
+    wait_until(lambda: [hook.get_task_counts(job).running for job in jobs] == [1, 1, 2], what="every task running")
+    progress = f"Batch job {moving}: 0 active, 1 running, 1 succeeded, 0 failed of 2"
+
+    async def run(logs: list[dict]) -> tuple[list[str], list[str]]:
+        triggers = []
+        for job, expected in ((quiet[0], 1), (quiet[1], 1), (moving, 2)):
+            state = WatchState(job_id=job, expected_tasks=expected, pool_id=shared_pool).to_json()
+            trigger = AzureBatchJobTrigger("azbatch_default", state, poll_interval=0.5, stream_output=False)
+            triggers.append(asyncio.ensure_future(anext(trigger.run())))
+        view = await _view_of("azbatch_default")
+        try:
+            await _until_async(lambda: view.pulse.covered() == 3, 30, "the pulse covering the three quiet jobs")
+            local_batch_service.clear_request_log()
+            await asyncio.sleep(3)  # a window in which nothing moves
+            quiet_window = [request["operation"] for request in local_batch_service.request_log()]
+            local_batch_service.clear_request_log()
+            release.touch()
+            await _until_async(lambda: progress in messages(logs), 20, "the moving job's progress line")
+            moved_window = [request["operation"] for request in local_batch_service.request_log()]
+        finally:
+            for each in triggers:
+                each.cancel()
+            await asyncio.gather(*triggers, return_exceptions=True)
+        return quiet_window, moved_window
+
+    try:
+        with captured_logs() as logs:
+            quiet_window, moved_window = asyncio.run(run(logs))
+    finally:
+        for job in jobs:
+            hook.terminate_job(job)
+    # While nothing moved: the view's listing every poll and the pool's nodes every second, no look at any job.
+    assert set(quiet_window) == {"Jobs_ListJobs", "Nodes_ListNodes"}
+    assert 4 <= quiet_window.count("Jobs_ListJobs") <= 8
+    assert 2 <= quiet_window.count("Nodes_ListNodes") <= 4
+    # Its task ended on a node the pulse listed: the job (and those whose tasks ran on that node) looked at itself.
+    assert 1 <= moved_window.count("Jobs_GetJobTaskCounts") <= 3
+
+
+async def _until_async(condition, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.05)
