@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import shlex
 import time
 from collections.abc import Callable
@@ -20,6 +21,11 @@ def wait_until(check: Callable[[], T], timeout: float = 30.0, interval: float = 
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         time.sleep(interval)
+
+
+async def wait_until_async(check: Callable[[], T], timeout: float = 30.0, what: str = "condition") -> T:
+    """``wait_until`` from a coroutine: polls in a thread, so the event loop under test keeps running."""
+    return await asyncio.to_thread(wait_until, check, timeout, 0.1, what)
 
 
 def sh(script: str) -> str:

@@ -91,7 +91,6 @@ class PoolPulse:
         self._next_at: dict[str, float] = {}
         self._failing_since: dict[str, float] = {}
         self._covered = 0  # how many of those subscriptions count on the pulse
-        self.listings = 0  # for tests and the benchmark
 
     def quiet(self, subscription: Quiet, pool_id: str) -> bool:
         """The subscription's job is quiet on ``pool_id``: whether the pulse covers it (it runs for the pool)."""
@@ -132,7 +131,6 @@ class PoolPulse:
 
     def observe(self, pool_id: str, nodes: list[NodeTimes] | None, now: float, every: float) -> None:
         """A listing of the pool's nodes (None: the pool is gone): tell the jobs it names to look."""
-        self.listings += 1
         self._failing_since.pop(pool_id, None)
         subs = self._quiet.get(pool_id)
         if subs is None:

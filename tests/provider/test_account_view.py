@@ -22,7 +22,7 @@ from airflow_provider_azbatch.triggers import account_view, pool_pulse
 from airflow_provider_azbatch.triggers.job import AzureBatchJobTrigger
 from airflow_provider_azbatch.watching.state import WatchState
 from tests.airflow_helpers import azbatch_connection_json, captured_logs, messages
-from tests.helpers import sh, wait_until
+from tests.helpers import sh, wait_until, wait_until_async
 
 
 def _job(hook: AzureBatchHook, pool: str, command: str, tasks: int = 1) -> str:
@@ -349,13 +349,13 @@ def test_quiet_jobs_on_a_pool_look_at_themselves_when_its_pulse_sees_their_tasks
             triggers.append(asyncio.ensure_future(anext(trigger.run())))
         view = await _view_of("azbatch_default")
         try:
-            await _until_async(lambda: view.pulse.covered() == 3, 30, "the pulse covering the three quiet jobs")
+            await wait_until_async(lambda: view.pulse.covered() == 3, 30, "the pulse covering the three quiet jobs")
             local_batch_service.clear_request_log()
             await asyncio.sleep(3)  # a window in which nothing moves
             quiet_window = [request["operation"] for request in local_batch_service.request_log()]
             local_batch_service.clear_request_log()
             release.touch()
-            await _until_async(lambda: progress in messages(logs), 20, "the moving job's progress line")
+            await wait_until_async(lambda: progress in messages(logs), 20, "the moving job's progress line")
             moved_window = [request["operation"] for request in local_batch_service.request_log()]
         finally:
             for each in triggers:
@@ -375,11 +375,3 @@ def test_quiet_jobs_on_a_pool_look_at_themselves_when_its_pulse_sees_their_tasks
     assert 2 <= quiet_window.count("Nodes_ListNodes") <= 4
     # Its task ended on a node the pulse listed: the job (and those whose tasks ran on that node) looked at itself.
     assert 1 <= moved_window.count("Jobs_GetJobTaskCounts") <= 3
-
-
-async def _until_async(condition, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)

@@ -15,7 +15,7 @@ from azure.batch import models as m
 from airflow_provider_azbatch.job_events.cursor import Cursor
 from airflow_provider_azbatch.triggers import account_view, job_events
 from airflow_provider_azbatch.triggers.job_events import AzureBatchJobCompletedTrigger, cursor_key
-from tests.helpers import pool_options, sh, wait_until
+from tests.helpers import pool_options, sh, wait_until, wait_until_async
 
 
 class MemoryStore:
@@ -95,10 +95,6 @@ class Running:
         return [event["job_id"] for event in self.events]
 
 
-async def _until(check: Callable[[], Any], what: str, timeout: float = 30) -> Any:
-    return await asyncio.to_thread(wait_until, check, timeout, 0.1, what)
-
-
 def test_jobs_fire_by_prefix_metadata_pool_and_outcome(
     local_batch_service, azbatch_default, batch_client, shared_pool, other_pool, store
 ):
@@ -115,7 +111,7 @@ def test_jobs_fire_by_prefix_metadata_pool_and_outcome(
     async def scenario() -> tuple[Running, Running, int]:
         watchers = Running(train), Running(failures)
         view = account_view.account_view("azbatch_default")
-        await _until(lambda: view.looks >= 2, "the view's first looks")
+        await wait_until_async(lambda: view.looks >= 2, what="the view's first looks")
         jobs = [
             _job(batch_client, f"ev{run}-train-ok", shared_pool, 0, {"app": "train"}),
             _job(batch_client, f"ev{run}-train-bad", shared_pool, 3, {"app": "train"}),
@@ -123,11 +119,11 @@ def test_jobs_fire_by_prefix_metadata_pool_and_outcome(
             _job(batch_client, f"ev{run}-train-elsewhere", other_pool, 0, {"app": "train"}),
             _job(batch_client, f"other{run}-train-bad", shared_pool, 3, {"app": "train"}),
         ]
-        await _until(_completed(batch_client, *jobs), "the jobs completed")
-        await _until(lambda: watchers[0].events and watchers[1].events, "both watchers fired")
+        await wait_until_async(_completed(batch_client, *jobs), what="the jobs completed")
+        await wait_until_async(lambda: watchers[0].events and watchers[1].events, what="both watchers fired")
         # Three more looks after every job completed: nothing else fires.
         looks = view.looks
-        await _until(lambda: view.looks >= looks + 3, "three more looks")
+        await wait_until_async(lambda: view.looks >= looks + 3, what="three more looks")
         for watcher in watchers:
             await watcher.stop()
         return *watchers, account_view.open_view_count()
@@ -168,21 +164,22 @@ def test_each_job_fires_once_per_watcher_across_a_restart_beside_another_watcher
     async def scenario() -> tuple[list[str], list[str], int]:
         first, second = Running(restarted), Running(steady)
         view = account_view.account_view("azbatch_default")
-        await _until(lambda: key in store.values, "the restarted watcher's first cursor")
+        await wait_until_async(lambda: key in store.values, what="the restarted watcher's first cursor")
         one = _job(batch_client, f"{prefix}1", shared_pool)
-        await _until(lambda: first.fired() == [one] and second.fired() == [one], "job 1 fired by both")
-        await _until(lambda: settled(one), "job 1 saved as fired", timeout=30)
+        await wait_until_async(lambda: first.fired() == [one] and second.fired() == [one], what="job 1 fired by both")
+        await wait_until_async(lambda: settled(one), what="job 1 saved as fired", timeout=30)
         await first.stop()
         # While it is stopped, a job completes; the other watcher keeps the account's view open.
         two = _job(batch_client, f"{prefix}2", shared_pool)
-        await _until(lambda: second.fired() == [one, two], "job 2 fired by the steady watcher")
+        await wait_until_async(lambda: second.fired() == [one, two], what="job 2 fired by the steady watcher")
         local_batch_service.reset_request_counts()
         first.start()
-        await _until(lambda: first.fired() == [one, two], "job 2 fired by the restarted watcher")
+        await wait_until_async(lambda: first.fired() == [one, two], what="job 2 fired by the restarted watcher")
         three = _job(batch_client, f"{prefix}3", shared_pool)
-        await _until(lambda: first.fired() == [one, two, three] and second.fired() == [one, two, three], "job 3")
+        both = [one, two, three]
+        await wait_until_async(lambda: first.fired() == both and second.fired() == both, what="job 3")
         looks = view.looks
-        await _until(lambda: view.looks >= looks + 3, "three more looks")
+        await wait_until_async(lambda: view.looks >= looks + 3, what="three more looks")
         await first.stop()
         await second.stop()
         return first.fired(), second.fired(), local_batch_service.request_counts().get("Tasks_ListTasks", 0)
@@ -206,18 +203,18 @@ def test_a_new_watcher_fires_no_earlier_job_and_one_stopped_before_its_event_set
 
     async def scenario() -> tuple[list[str], dict[str, str], list[str]]:
         watcher = Running(trigger)
-        await _until(lambda: key in store.values, "the watcher's first cursor")
+        await wait_until_async(lambda: key in store.values, what="the watcher's first cursor")
         job = _job(batch_client, f"{prefix}1", shared_pool)
-        await _until(lambda: watcher.fired() == [job], "the job fired")
+        await wait_until_async(lambda: watcher.fired() == [job], what="the job fired")
         # Stopped at once: its event may not have reached Airflow's database, so it is not saved as fired.
         await watcher.stop()
         saved = Cursor.from_json(store.values[key]).fired
         first = watcher.fired()
         watcher.start()
         view = account_view.account_view("azbatch_default")  # the first closed with its only listener
-        await _until(lambda: watcher.fired() == [job, job], "the job fired again after the restart")
+        await wait_until_async(lambda: watcher.fired() == [job, job], what="the job fired again after the restart")
         looks = view.looks
-        await _until(lambda: view.looks >= looks + 3, "three more looks")
+        await wait_until_async(lambda: view.looks >= looks + 3, what="three more looks")
         await watcher.stop()
         return first, saved, watcher.fired()
 
