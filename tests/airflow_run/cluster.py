@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -26,6 +27,9 @@ from typing import Any
 from cryptography.fernet import Fernet
 
 from tests.helpers import wait_until
+
+# A component's log line at level warning or above (structlog's console format, or logging's).
+_WARNING_OR_ERROR = re.compile(r"\[(warning|error|critical)\s*\]|\b(WARNING|ERROR|CRITICAL)\b")
 
 COMPONENTS = {
     # One worker, no supervisor: uvicorn's (every line's) kills a worker that has not answered its ping 5 s after
@@ -292,6 +296,32 @@ class AirflowCluster:
         """The task's log as the UI shows it, one message per entry."""
         entries = self.task_log_entries(dag_id, run_id, task_id, try_number, map_index)
         return [entry.get("event", "") for entry in entries]
+
+    def why_failed(self, dag_id: str, run_id: str, tail: int = 30) -> str:
+        """For an assertion's message: the components' warnings and errors about the run, and the end of each of
+        its tasks' logs (a run that failed in CI leaves nothing else to read)."""
+        parts = []
+        for log in sorted(self.home.glob("*.log")):
+            lines = [
+                line
+                for line in log.read_text(errors="replace").splitlines()
+                if run_id in line and _WARNING_OR_ERROR.search(line)
+            ]
+            if lines:
+                parts.append(f"--- {log.name} (warnings and errors about the run)\n" + "\n".join(lines[-tail:]))
+        try:
+            instances = self.task_instances(dag_id, run_id)
+        except (OSError, urllib.error.URLError) as exc:
+            instances = []
+            parts.append(f"--- task instances not read: {exc}")
+        for ti in instances:
+            task_id, try_number = ti["task_id"], max(int(ti.get("try_number") or 1), 1)
+            try:
+                events = self.task_log(dag_id, run_id, task_id, try_number, ti.get("map_index", -1))
+            except (OSError, urllib.error.URLError) as exc:
+                events = [f"(not read: {exc})"]
+            parts.append(f"--- {task_id} ({ti.get('state')}), its log's last lines\n" + "\n".join(events[-tail:]))
+        return "\n".join(parts)
 
     def trigger_log(self, dag_id: str, run_id: str, task: str, triggerer_job: int) -> Path:
         """The log file one triggerer writes for a task's trigger (``task``: ``task_id`` or

@@ -170,7 +170,7 @@ def _warm_up(cluster: AirflowCluster, triggerer: str, run_id: str) -> None:
         interval=0.5,
         what=f"the warm-up on {triggerer}",
     )
-    assert cluster.run_state(WARM_UP_DAG_ID, run_id) == "success"
+    assert cluster.run_state(WARM_UP_DAG_ID, run_id) == "success", cluster.why_failed(WARM_UP_DAG_ID, run_id)
     task_dir = cluster.home / "logs" / f"dag_id={WARM_UP_DAG_ID}" / f"run_id={run_id}" / "task_id=warm_up"
     assert [path.name for path in task_dir.glob("attempt=1.log.trigger.*")] == [
         f"attempt=1.log.trigger.{cluster.triggerer_jobs[triggerer]}.log"

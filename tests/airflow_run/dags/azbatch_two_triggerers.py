@@ -44,11 +44,19 @@ with DAG("azbatch_quota_wait", schedule=None, start_date=datetime(2026, 1, 1), c
     )
 
 
+# As long as [azbatch] min_deferral_seconds' default: see ReadsItsCheckpointAtOnce.
+WARM_UP = "sleep 10; echo warm"
+
+
 class ReadsItsCheckpointAtOnce(AzureBatchJobOperator):
     """Its trigger reads its checkpoint as soon as it starts, as one resumed on another triggerer does: for a
     triggerer that has not served one yet, that is the first request to its execution API, which starts it
     (seconds, during which the triggerer does not heartbeat). A deployment that has run for a while has
-    done that long ago; a fresh test deployment does it before the load."""
+    done that long ago; a fresh test deployment does it before the load.
+
+    Without ``deferred_at`` the trigger does not hold its event for ``[azbatch] min_deferral_seconds`` either, so
+    the job outlasts that floor itself (``WARM_UP``): ended sooner, its event could resume the task before the
+    scheduler processed the deferring worker's exit, and Airflow would fail the task (apache/airflow#67287)."""
 
     def defer(self, *, trigger, method_name, kwargs=None, timeout=None):  # type: ignore[no-untyped-def]
         trigger.deferred_at = None
@@ -56,4 +64,4 @@ class ReadsItsCheckpointAtOnce(AzureBatchJobOperator):
 
 
 with DAG("azbatch_warm_up", schedule=None, start_date=datetime(2026, 1, 1), catchup=False) as warm_up:
-    ReadsItsCheckpointAtOnce(task_id="warm_up", batch_pool=POOL, command="echo warm", deferrable=True, poll_interval=1)
+    ReadsItsCheckpointAtOnce(task_id="warm_up", batch_pool=POOL, command=WARM_UP, deferrable=True, poll_interval=1)
