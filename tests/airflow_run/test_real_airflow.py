@@ -140,7 +140,7 @@ def test_output_streams_while_deferred_and_appears_once(cluster, statsd):
 
     wait_until(streamed_while_deferred, timeout=60, interval=1, what="output in the log while deferred")
     wait_until(lambda: cluster.run_state(DAG_ID, run_id) in ("success", "failed"), timeout=180, interval=1)
-    assert cluster.run_state(DAG_ID, run_id) == "success"
+    assert cluster.run_state(DAG_ID, run_id) == "success", cluster.why_failed(DAG_ID, run_id)
     steps = _steps(cluster.task_log(DAG_ID, run_id, "train"))
     assert steps == Counter(range(1, 61))
     # The log as the UI downloads it (the triggerer's "Trigger fired event" line in full included): each line
@@ -196,7 +196,7 @@ def test_a_triggerer_restart_loses_no_line(cluster, batch):
     assert _terminations(batch, _job_id(run_id)) == []
     cluster.start_component("triggerer")
     wait_until(lambda: cluster.run_state(DAG_ID, run_id) in ("success", "failed"), timeout=240, interval=1)
-    assert cluster.run_state(DAG_ID, run_id) == "success"
+    assert cluster.run_state(DAG_ID, run_id) == "success", cluster.why_failed(DAG_ID, run_id)
     log = cluster.task_log(DAG_ID, run_id, "train")
     steps = _steps(log)
     assert set(steps) == set(range(1, 121))  # nothing lost
@@ -280,14 +280,14 @@ def test_clearing_a_deferred_task_ends_its_job_and_the_next_try_runs_one(cluster
         # The next try started before the trigger was cancelled and watches the job: it must not be killed.
         print("clear: the next try reattached to the running job")
         assert _terminations(batch, job_id) == []
-        assert cluster.run_state(DAG_ID, run_id) == "success"
+        assert cluster.run_state(DAG_ID, run_id) == "success", cluster.why_failed(DAG_ID, run_id)
         return
     # The trigger of try 1 ended its job; try 2 found it terminated and submitted the next one.
     first = batch_client.get_job(job_id)
     assert first.state == m.BatchJobState.COMPLETED
     assert first.execution_info.termination_reason == "AirflowTaskKilled"
     assert any(f"Batch job {job_id} is completed and did not succeed" in line for line in second_log)
-    assert cluster.run_state(DAG_ID, run_id) == "success"
+    assert cluster.run_state(DAG_ID, run_id) == "success", cluster.why_failed(DAG_ID, run_id)
     assert f"Deleting Batch job {job_id}-a2 (on_finish_action=delete_succeeded_job)" in second_log
     assert len(_terminations(batch, job_id)) == 1
 
@@ -297,7 +297,9 @@ def test_two_tasks_racing_for_one_shared_pool_create_it_once(cluster, batch_clie
     wait_until(
         lambda: cluster.run_state("azbatch_shared_pool_race", run_id) in ("success", "failed"), timeout=180, interval=1
     )
-    assert cluster.run_state("azbatch_shared_pool_race", run_id) == "success"
+    assert cluster.run_state("azbatch_shared_pool_race", run_id) == "success", cluster.why_failed(
+        "azbatch_shared_pool_race", run_id
+    )
     assert [pool.id for pool in batch_client.list_pools() if pool.id == "race-pool"] == ["race-pool"]
     logs = cluster.task_log("azbatch_shared_pool_race", run_id, "first") + cluster.task_log(
         "azbatch_shared_pool_race", run_id, "second"
@@ -328,7 +330,7 @@ def test_registry_password_is_nowhere_to_be_seen(cluster, batch_client):
         for kwargs in stored
     )
     wait_until(lambda: cluster.run_state(dag_id, run_id) in ("success", "failed"), timeout=180, interval=1)
-    assert cluster.run_state(dag_id, run_id) == "success"
+    assert cluster.run_state(dag_id, run_id) == "success", cluster.why_failed(dag_id, run_id)
     log = cluster.task_log(dag_id, run_id, task_id)
     assert "[main] container step 12" in log
     assert not any(REGISTRY_PASSWORD in line for line in log)
