@@ -425,7 +425,7 @@ def test_an_asset_scheduled_dag_runs_once_per_training_run_with_its_job_and_metr
         wait_until(
             lambda run_id=run_id: cluster.run_state(producer, run_id) in ("success", "failed"), timeout=240, interval=1
         )
-        assert cluster.run_state(producer, run_id) == "success", "\n".join(cluster.task_log(producer, run_id, "train"))
+        assert cluster.run_state(producer, run_id) == "success", cluster.why_failed(producer, run_id)
         # One evaluation run per training run, started by the asset event, with the job and its metrics.
         runs = wait_until(
             lambda number=number: (

@@ -3,10 +3,12 @@ them to be marked failed), a task that waits for the account's job quota to clea
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
 
 from airflow.sdk import DAG
 
+from airflow_provider_azbatch import config
 from airflow_provider_azbatch.operators.job import AzureBatchJobOperator
 from airflow_provider_azbatch.pools import BatchPool
 
@@ -44,8 +46,8 @@ with DAG("azbatch_quota_wait", schedule=None, start_date=datetime(2026, 1, 1), c
     )
 
 
-# As long as [azbatch] min_deferral_seconds' default: see ReadsItsCheckpointAtOnce.
-WARM_UP = "sleep 10; echo warm"
+# As long as the deployment's [azbatch] min_deferral_seconds: see ReadsItsCheckpointAtOnce.
+WARM_UP = f"sleep {math.ceil(config.get_float('min_deferral_seconds'))}; echo warm"
 
 
 class ReadsItsCheckpointAtOnce(AzureBatchJobOperator):
