@@ -66,26 +66,29 @@ class CostReport:
         }
 
     def lines(self) -> list[str]:
+        # From the values the XCom holds, so that the log and the XCom never disagree in a rounded digit
+        # (an idle share of 0.33497 is 0.335 in the XCom: 34 %, not 33 %).
+        shown = self.to_json()
         price = (
-            f"${self.estimate_usd:.4f}"
-            if self.estimate_usd is not None
+            f"${shown['estimate_usd']:.4f}"
+            if shown["estimate_usd"] is not None
             else f"no estimate ({self.vm_size} is not in the catalog)"
         )
         lines = [
             f"Cost estimate: {price} (list prices, {self.region}, as of {self.prices_date}; spot and low-priority "
             "nodes at the list price, an upper bound)"
         ]
-        for priority, seconds in sorted(self.node_seconds.items()):
+        for priority, seconds in sorted(shown["node_seconds"].items()):
             lines.append(f"  node time: {seconds / 3600:.3f} h of {self.vm_size} ({priority})")
-        lines.append(f"  Batch task time: {self.task_seconds / 3600:.3f} h")
+        lines.append(f"  Batch task time: {shown['task_seconds'] / 3600:.3f} h")
         if self.basis == "task time per slot":
             lines.append(
                 f"  the pool is shared: charged by task time x the node's price per slot ({self.vm_size}, "
                 f"{self.slots_per_node} slot(s) per node"
                 + (f", ${self.hourly_usd:.4f}/h per node)" if self.hourly_usd is not None else ")")
             )
-        elif self.idle_share is not None:
-            lines.append(f"  idle: {self.idle_share:.0%} of the paid node time ran no task")
+        elif shown["idle_share"] is not None:
+            lines.append(f"  idle: {shown['idle_share']:.0%} of the paid node time ran no task")
         return lines
 
 
@@ -114,12 +117,13 @@ class IdlePool:
         }
 
     def line(self) -> str:
-        price = f", about ${self.idle_usd:.4f} at list prices" if self.idle_usd is not None else ""
+        shown = self.to_json()  # as the XCom has them, so that the two agree to the last digit
+        price = f", about ${shown['idle_usd']:.4f} at list prices" if shown["idle_usd"] is not None else ""
         size = f" ({self.vm_size})" if self.vm_size else ""
         how = "its node time" if self.how == "node time" else "its nodes sampled as the job ran"
         return (
-            f"  pool {self.pool_id}{size}: {self.idle_node_seconds / 3600:.3f} of {self.paid_node_seconds / 3600:.3f} "
-            f"paid node-h idle{price} ({how})"
+            f"  pool {self.pool_id}{size}: {shown['idle_node_seconds'] / 3600:.3f} of "
+            f"{shown['paid_node_seconds'] / 3600:.3f} paid node-h idle{price} ({how})"
         )
 
 
@@ -128,7 +132,7 @@ def idle_pool_lines(pools: Iterable[IdlePool]) -> list[str]:
     pools = list(pools)
     if not pools:
         return []
-    known = [pool.idle_usd for pool in pools if pool.idle_usd is not None]
+    known = [pool.to_json()["idle_usd"] for pool in pools if pool.idle_usd is not None]
     head = "Idle nodes during the run (paid, running no task)"
     if known:
         head += f": ${sum(known):.4f} at list prices"

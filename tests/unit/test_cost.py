@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 from airflow_provider_azbatch.compute import load_catalog
-from airflow_provider_azbatch.results.cost import NodeSpan, auto_pool_cost, shared_pool_cost
+from airflow_provider_azbatch.results.cost import CostReport, IdlePool, NodeSpan, auto_pool_cost, shared_pool_cost
 from airflow_provider_azbatch.results.outcomes import TaskOutcome
 
 T0 = datetime(2026, 12, 1, 10, 0, tzinfo=timezone.utc)
@@ -50,6 +50,36 @@ def test_an_auto_pool_pays_every_node_second_and_says_how_much_ran_no_task():
         "  idle: 71% of the paid node time ran no task",
     ]
     assert report.to_json()["idle_share"] == 0.714
+
+
+def test_the_log_shows_the_rounded_values_the_xcom_holds():
+    # 0.33497 idle is 33 % as it is, but 0.335 in the XCom: the log must say 34 %, as the XCom does.
+    report = CostReport(
+        basis="node time",
+        vm_size="standard_d2s_v3",
+        region="eastus",
+        prices_date="2026-11-01",
+        node_seconds={"dedicated": 1799.96},
+        task_seconds=1199.6,
+        busy_node_seconds=1799.96 * (1 - 0.33497),
+        estimate_usd=0.0479999,
+    )
+    shown = report.to_json()
+    assert (shown["idle_share"], shown["node_seconds"], shown["task_seconds"]) == (0.335, {"dedicated": 1800.0}, 1199.6)
+    assert report.lines()[0].startswith("Cost estimate: $0.0480 ")
+    assert report.lines()[1:] == [
+        "  node time: 0.500 h of standard_d2s_v3 (dedicated)",
+        "  Batch task time: 0.333 h",
+        "  idle: 34% of the paid node time ran no task",
+    ]
+
+
+def test_a_pools_idle_line_shows_the_rounded_values_the_xcom_holds():
+    pool = IdlePool("p", "standard_d2s_v3", 1.76, 3600.0, 0.096, "node time")
+    assert pool.to_json()["idle_node_seconds"] == 1.8  # 0.0005 h: 0.001 h shown, where 1.76 s alone is 0.000 h
+    assert pool.line() == (
+        "  pool p (standard_d2s_v3): 0.001 of 1.000 paid node-h idle, about $0.0000 at list prices (its node time)"
+    )
 
 
 def test_a_shared_pool_charges_task_time_per_slot():
