@@ -71,16 +71,17 @@ class PreemptionReport:
             for task, entry in sorted(self.per_task.items())
         )
         other = len(self.requeues) - self.preempted
+        shown = self.to_json()  # the XCom's rounded values, so that the log agrees with it to the last digit
         price = (
-            f", about ${self.lost_usd:.4f} at list prices (an upper bound: Spot nodes cost less)"
-            if self.lost_usd is not None
+            f", about ${shown['lost_usd']:.4f} at list prices (an upper bound: Spot nodes cost less)"
+            if shown["lost_usd"] is not None
             else ""
         )
         lines = [
             f"Spot: Batch job {job_id} lost {self.preempted} task attempt(s) to preemptions"
             + (f" and {other} to other requeues" if other else "")
             + (f" ({named})" if named else "")
-            + f"; the lost attempts ran {self.lost_node_seconds / 3600:.3f} node-h{price}"
+            + f"; the lost attempts ran {shown['lost_node_seconds'] / 3600:.3f} node-h{price}"
         ]
         if self.fell_back:
             lines.append(

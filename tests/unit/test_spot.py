@@ -158,6 +158,13 @@ def test_the_report_counts_each_tasks_preemptions_and_prices_the_lost_attempts()
     assert PreemptionReport([]).lines("job") == ["Spot: no task of Batch job job was preempted or requeued"]
 
 
+def test_the_reports_line_shows_the_rounded_values_the_xcom_holds():
+    # 1.76 s is 0.000 node-h as it is, but the XCom holds 1.8 s: the log says 0.001, as the XCom does.
+    report = PreemptionReport([Requeue("a", "n1", T0, "2026-01-01T00:00:01.760000+00:00", True)], hourly_usd=3.6)
+    assert report.to_json()["lost_node_seconds"] == 1.8
+    assert "the lost attempts ran 0.001 node-h, about $0.0018 at list prices" in report.lines("job")[0]
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
