@@ -269,6 +269,20 @@ class AirflowCluster:
     def run_state(self, dag_id: str, run_id: str) -> str:
         return self.api("GET", f"/dags/{dag_id}/dagRuns/{run_id}")["state"]
 
+    def wait_for_run_end(self, dag_id: str, run_id: str, timeout: float, interval: float = 1) -> str:
+        """The run's end state (``success`` or ``failed``), once it has one."""
+        return wait_until(
+            lambda: (state := self.run_state(dag_id, run_id)) in ("success", "failed") and state,
+            timeout=timeout,
+            interval=interval,
+            what=f"run {run_id} of {dag_id} to end",
+        )
+
+    def wait_for_success(self, dag_id: str, run_id: str, timeout: float, interval: float = 1) -> None:
+        """Wait for the run to end; one that did not succeed fails the test with why (``why_failed``)."""
+        state = self.wait_for_run_end(dag_id, run_id, timeout, interval)
+        assert state == "success", f"run {run_id} of {dag_id} ended {state}\n" + self.why_failed(dag_id, run_id)
+
     def task_log_entries(
         self, dag_id: str, run_id: str, task_id: str, try_number: int = 1, map_index: int = -1
     ) -> list[dict[str, Any]]:

@@ -139,8 +139,7 @@ def test_output_streams_while_deferred_and_appears_once(cluster, statsd):
         return len(_steps(log)) >= 5 and cluster.task_state(DAG_ID, run_id, "train") == "deferred"
 
     wait_until(streamed_while_deferred, timeout=60, interval=1, what="output in the log while deferred")
-    wait_until(lambda: cluster.run_state(DAG_ID, run_id) in ("success", "failed"), timeout=180, interval=1)
-    assert cluster.run_state(DAG_ID, run_id) == "success", cluster.why_failed(DAG_ID, run_id)
+    cluster.wait_for_success(DAG_ID, run_id, timeout=180)
     steps = _steps(cluster.task_log(DAG_ID, run_id, "train"))
     assert steps == Counter(range(1, 61))
     # The log as the UI downloads it (the triggerer's "Trigger fired event" line in full included): each line
@@ -160,7 +159,7 @@ def _seconds(entry: dict) -> float:
 
 def test_first_output_appears_within_a_poll_of_the_trigger_start(cluster):
     run_id = cluster.trigger(DAG_ID, {"steps": 40})
-    wait_until(lambda: cluster.run_state(DAG_ID, run_id) in ("success", "failed"), timeout=180, interval=1)
+    cluster.wait_for_run_end(DAG_ID, run_id, timeout=180)
     entries = cluster.task_log_entries(DAG_ID, run_id, "train")
     started = next(e for e in entries if str(e.get("event", "")).startswith("trigger ") and "starting" in e["event"])
     first = next(e for e in entries if STEP.match(str(e.get("event", ""))) and _seconds(e) >= _seconds(started))
@@ -195,8 +194,7 @@ def test_a_triggerer_restart_loses_no_line(cluster, batch):
     # A stopped triggerer cancelled the trigger, which found its task still deferred: the job goes on.
     assert _terminations(batch, _job_id(run_id)) == []
     cluster.start_component("triggerer")
-    wait_until(lambda: cluster.run_state(DAG_ID, run_id) in ("success", "failed"), timeout=240, interval=1)
-    assert cluster.run_state(DAG_ID, run_id) == "success", cluster.why_failed(DAG_ID, run_id)
+    cluster.wait_for_success(DAG_ID, run_id, timeout=240)
     log = cluster.task_log(DAG_ID, run_id, "train")
     steps = _steps(log)
     assert set(steps) == set(range(1, 121))  # nothing lost
@@ -274,32 +272,25 @@ def test_clearing_a_deferred_task_ends_its_job_and_the_next_try_runs_one(cluster
     _deferred_with_output(cluster, run_id)
     job_id = _job_id(run_id)
     cluster.clear(DAG_ID, run_id, "train")
-    wait_until(lambda: cluster.run_state(DAG_ID, run_id) in ("success", "failed"), timeout=300, interval=1)
+    cluster.wait_for_success(DAG_ID, run_id, timeout=300)
     second_log = cluster.task_log(DAG_ID, run_id, "train", try_number=2)
     if any(f"Reattaching to Batch job {job_id}" in line for line in second_log):
         # The next try started before the trigger was cancelled and watches the job: it must not be killed.
         print("clear: the next try reattached to the running job")
         assert _terminations(batch, job_id) == []
-        assert cluster.run_state(DAG_ID, run_id) == "success", cluster.why_failed(DAG_ID, run_id)
         return
     # The trigger of try 1 ended its job; try 2 found it terminated and submitted the next one.
     first = batch_client.get_job(job_id)
     assert first.state == m.BatchJobState.COMPLETED
     assert first.execution_info.termination_reason == "AirflowTaskKilled"
     assert any(f"Batch job {job_id} is completed and did not succeed" in line for line in second_log)
-    assert cluster.run_state(DAG_ID, run_id) == "success", cluster.why_failed(DAG_ID, run_id)
     assert f"Deleting Batch job {job_id}-a2 (on_finish_action=delete_succeeded_job)" in second_log
     assert len(_terminations(batch, job_id)) == 1
 
 
 def test_two_tasks_racing_for_one_shared_pool_create_it_once(cluster, batch_client):
     run_id = cluster.trigger("azbatch_shared_pool_race")
-    wait_until(
-        lambda: cluster.run_state("azbatch_shared_pool_race", run_id) in ("success", "failed"), timeout=180, interval=1
-    )
-    assert cluster.run_state("azbatch_shared_pool_race", run_id) == "success", cluster.why_failed(
-        "azbatch_shared_pool_race", run_id
-    )
+    cluster.wait_for_success("azbatch_shared_pool_race", run_id, timeout=180)
     assert [pool.id for pool in batch_client.list_pools() if pool.id == "race-pool"] == ["race-pool"]
     logs = cluster.task_log("azbatch_shared_pool_race", run_id, "first") + cluster.task_log(
         "azbatch_shared_pool_race", run_id, "second"
@@ -329,8 +320,7 @@ def test_registry_password_is_nowhere_to_be_seen(cluster, batch_client):
         "container-pool" in kwargs or "private_image" in kwargs or "azbatch_registry_secret" in kwargs
         for kwargs in stored
     )
-    wait_until(lambda: cluster.run_state(dag_id, run_id) in ("success", "failed"), timeout=180, interval=1)
-    assert cluster.run_state(dag_id, run_id) == "success", cluster.why_failed(dag_id, run_id)
+    cluster.wait_for_success(dag_id, run_id, timeout=180)
     log = cluster.task_log(dag_id, run_id, task_id)
     assert "[main] container step 12" in log
     assert not any(REGISTRY_PASSWORD in line for line in log)
@@ -354,7 +344,7 @@ def test_the_job_is_terminated_when_airflows_deferral_timeout_fires_first(cluste
 
     dag_id = "azbatch_deferral_timeout"
     run_id = cluster.trigger(dag_id)
-    wait_until(lambda: cluster.run_state(dag_id, run_id) in ("success", "failed"), timeout=180, interval=1)
+    cluster.wait_for_run_end(dag_id, run_id, timeout=180)
     assert cluster.task_state(dag_id, run_id, "long") == "failed"
     job = batch_client.get_job(default_job_id(dag_id, "long", run_id, -1))
     assert job.state == m.BatchJobState.COMPLETED
@@ -383,7 +373,7 @@ def test_the_connection_form_as_the_ui_receives_it_shows_no_null(cluster):
 
 def test_a_deferred_taskflow_function_returns_what_the_dag_branches_on(cluster):
     run_id = cluster.trigger("azbatch_taskflow")
-    wait_until(lambda: cluster.run_state("azbatch_taskflow", run_id) in ("success", "failed"), timeout=240, interval=1)
+    cluster.wait_for_run_end("azbatch_taskflow", run_id, timeout=240)
     states = {task: cluster.task_state("azbatch_taskflow", run_id, task) for task in ("evaluate", "ship", "stop")}
     log = cluster.task_log("azbatch_taskflow", run_id, "evaluate")
     assert states == {"evaluate": "success", "ship": "success", "stop": "skipped"}, "\n".join(log[-40:])
@@ -422,10 +412,7 @@ def test_an_asset_scheduled_dag_runs_once_per_training_run_with_its_job_and_metr
     seen: list[str] = []
     for number in (1, 2):
         run_id = cluster.trigger(producer)
-        wait_until(
-            lambda run_id=run_id: cluster.run_state(producer, run_id) in ("success", "failed"), timeout=240, interval=1
-        )
-        assert cluster.run_state(producer, run_id) == "success", cluster.why_failed(producer, run_id)
+        cluster.wait_for_success(producer, run_id, timeout=240)
         # One evaluation run per training run, started by the asset event, with the job and its metrics.
         runs = wait_until(
             lambda number=number: (

@@ -164,13 +164,7 @@ def _warm_up_holder(cluster: AirflowCluster, run_id: str) -> int | None:
 
 def _warm_up(cluster: AirflowCluster, triggerer: str, run_id: str) -> None:
     """Wait for the warm-up run, whose trigger ``triggerer`` ran (see the warm-up DAG)."""
-    wait_until(
-        lambda: cluster.run_state(WARM_UP_DAG_ID, run_id) in ("success", "failed"),
-        timeout=120,
-        interval=0.5,
-        what=f"the warm-up on {triggerer}",
-    )
-    assert cluster.run_state(WARM_UP_DAG_ID, run_id) == "success", cluster.why_failed(WARM_UP_DAG_ID, run_id)
+    cluster.wait_for_success(WARM_UP_DAG_ID, run_id, timeout=120, interval=0.5)
     task_dir = cluster.home / "logs" / f"dag_id={WARM_UP_DAG_ID}" / f"run_id={run_id}" / "task_id=warm_up"
     assert [path.name for path in task_dir.glob("attempt=1.log.trigger.*")] == [
         f"attempt=1.log.trigger.{cluster.triggerer_jobs[triggerer]}.log"
