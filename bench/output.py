@@ -2,8 +2,8 @@
 
     python bench/output.py                  # the matrix of issue 35 (about an hour on 2 cores)
     python bench/output.py --quick          # a smoke run (about 3 minutes)
-    python bench/output.py --only 200x20    # scenarios whose name contains this (repeatable; --write: to the file)
-    python bench/output.py --only view-1000x20-5s --warm 400 --add   # a later steady state, added to the rows saved
+    python bench/output.py --only 200x20    # scenarios whose name contains this (repeatable; bench/.out only)
+    python bench/output.py --only view-1000x20-5s --warm 400   # a later steady state (bench/.out only)
 
 Each scenario runs in a fresh subprocess against the synthetic endpoint (``bench/synthetic_batch.py``), as
 ``bench/run.py`` runs its own (greenback portal and log context per trigger, logs rendered as the triggerer's
@@ -46,6 +46,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import results_file  # noqa: E402
 import run as harness  # noqa: E402  (bench/run.py: the endpoint, the log channel, the helpers)
 import synthetic_batch  # noqa: E402
 
@@ -347,27 +348,22 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--only", action="append", default=[])
     parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--write", action="store_true", help="write bench/output-results.md with --only too")
     parser.add_argument("--warm", type=float, help="the warm-up's least length (s), for a later steady state")
-    parser.add_argument("--add", action="store_true", help="add the rows to those saved (bench/.out), then write")
     args = parser.parse_args()
     if args.child:
         child_main(json.loads(args.child))
         return
+    started, load = time.time(), os.getloadavg()
     saved = harness.OUT / "output-results.json"
-    before = json.loads(saved.read_text()) if args.add and saved.exists() else []
     specs = [{**spec, "warm": args.warm} if args.warm else spec for spec in matrix(args.quick)]
-    results = before + harness.run_matrix(specs, args.only, args.port, run_scenario, "ops_per_s", saved)
+    results = harness.run_matrix(specs, args.only, args.port, run_scenario, "ops_per_s", saved)
     saved.write_text(json.dumps(results, indent=1))
-    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     text = (
-        f"Measured {stamp} on {harness.machine()} (the endpoint, the triggers and other work share the cores: the "
-        "machine's 1-minute load is in the last column). Every task writes one "
+        "The machine's 1-minute load when each window started is in the last column. Every task writes one "
         f"{LINE_BYTES}-byte line every {LINE_PERIOD:g} s; a {WINDOW:g} s window.\n\n" + table(results)
     )
-    print(text)
-    if args.write or args.add or (not args.only and not args.quick):
-        RESULTS.write_text(text)
+    full = not (args.only or args.quick or args.warm)  # only a full run replaces bench/output-results.md
+    print(results_file.write(RESULTS, started, load, text, full).read_text())
 
 
 if __name__ == "__main__":

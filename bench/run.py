@@ -38,6 +38,10 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import results_file  # noqa: E402  (bench/results_file.py: the one writer of the results files)
+
 OUT = HERE / ".out"
 KEY = base64.b64encode(b"synthetic-batch-key-32-bytes!!!!").decode()
 ACCOUNT = "benchacct"
@@ -654,13 +658,14 @@ def main() -> None:
     parser.add_argument("--render", action="store_true", help="print the table of bench/.out/results.json again")
     args = parser.parse_args()
     if args.render:
-        render(OUT / "results.json", OUT / "results-rendered.md")
+        print(render(OUT / "results.json", OUT / "results-rendered.md"))
         return
     if args.child:
         child_main(json.loads(args.child))
         return
 
     OUT.mkdir(exist_ok=True)
+    started, load = time.time(), os.getloadavg()
     endpoint = start_endpoint(args.port, args.latency_ms)
     base = f"http://127.0.0.1:{args.port}"
     home = tempfile.mkdtemp(prefix="bench-airflow-")
@@ -707,28 +712,30 @@ def main() -> None:
         endpoint.wait()
         shutil.rmtree(home, ignore_errors=True)
     full = not (args.quick or args.only or args.profile)  # only a full run replaces bench/results.md
-    render(saved, HERE / "results.md" if full else OUT / "results-partial.md")
+    text = render(saved)
+    target = results_file.write(HERE / "results.md", started, load, text, full)
+    print(f"\n{target.read_text()}")
 
 
-def render(saved: Path, target: Path) -> None:
-    """The table (with date, machine and the endpoint's own capacity) from a results.json."""
+def render(saved: Path, target: Path | None = None) -> str:
+    """The table (with the endpoint's own capacity) from a results.json; ``target``: written there too."""
     data = json.loads(saved.read_text())
     results = [(run["spec"], run["result"]) for run in data["runs"]]
     capacity = data["capacity"]
-    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(saved.stat().st_mtime))
     text = "\n".join(
         [
-            f"Measured {stamp} on {data['machine']} (the endpoint and the triggers share the cores).",
-            "",
-            "Synthetic endpoint alone: " + ", ".join(f"{k} {v:.0f} req/s" for k, v in capacity.items()) + ".",
+            "The endpoint and the triggers share the cores. Synthetic endpoint alone: "
+            + ", ".join(f"{k} {v:.0f} req/s" for k, v in capacity.items())
+            + ".",
             "",
             table(results),
             "",
             "The official trigger cannot stream output: its streaming and ratio rows are n/a (not run).",
         ]
     )
-    print("\n" + text)
-    target.write_text(text + "\n")
+    if target is not None:
+        target.write_text(text + "\n")
+    return text
 
 
 if __name__ == "__main__":

@@ -1,43 +1,44 @@
-"""The account view at scale: deferred jobs ending on the service, and how soon each trigger fires.
+"""The account view at scale, on pools that have nodes: a triggerer (re)starting with N deferred jobs, and how soon
+each trigger fires after its job ends.
 
-    python bench/view.py            # the view's matrix, today's per-job watch and the official trigger (~12 min)
-    python bench/view.py --quick    # a smoke run (about 1 minute)
-    python bench/view.py --only view-1000
+    python bench/view.py                 # the matrix of issue 39 (about 20 minutes on 2 cores)
+    python bench/view.py --quick         # a smoke run (about 3 minutes; written to bench/.out only)
+    python bench/view.py --only 1000x1   # scenarios whose name contains this (repeatable; bench/.out only)
 
-Each scenario runs in a fresh subprocess against the synthetic endpoint (``bench/synthetic_batch.py``), as
+Each scenario runs in a fresh subprocess against the synthetic endpoint (``bench/synthetic_batch.py``: accounts
+whose pools have nodes and task slots, each node's ``recentTasks`` changing as tasks start and end), as
 ``bench/run.py`` runs its own (greenback portal and log context per trigger, logs rendered as the triggerer's
-runner sends them): N deferred jobs over 1 or 3 accounts (a connection each), watch-only (20 running tasks per job)
-or one streamed task per job (1 % of them writing 800 B/s). The triggers start spread over one poll interval; the
-warm-up lasts until every trigger looked at its job once, the steady window ``STEADY`` s, then the jobs end on the
-service one after the other over ``ENDS_SPREAD`` s. The "steady" rows (and ``--warm S``) warm up longer, until the
-looks at the jobs have their steady cadence (``STEADY_WARM``: every job looked at twice, the quiet ones resting on
-the pool pulse). Measured:
+runner sends them): N ``AzureBatchJobTrigger`` s (``stream_output=False``, 2 tasks a job) over 1 to 10 accounts (a
+connection each), each job on one of the account's pools, **all started at once** as after a triggerer restart.
+The jobs end on the service one after the other over ``ENDS_SPREAD`` s from ``first_end`` s after the start
+(20 s; 90 s in one row). Measured (columns of issue 39):
 
-- **req/s per account** in the steady window (every Batch request, counted by the endpoint per Shared Key account;
-  per operation in the JSON details, ``ops_per_s``);
-- **CPU** of the trigger process in the steady window, in % of one core (its own CPU time: the machine is shared);
-- **loop lag p99** over the steady window and the ends (a task sleeping 50 ms);
-- **end → event**: for every job, the time from its end on the service (its ``stateTransitionTime``) to its
-  trigger's event: p50, p99, max, and the share within poll interval + 1 s;
-- **looks**: the view's listings per account and second x interval (ideal 1.00), or for the per-job watch its task
-  counts requests per job and interval; with streamed output, the growing streams' file listings against one per
-  poll interval each;
-- **RSS/job**: (RSS with every trigger running - RSS before) / jobs.
+- **ends within poll + 1 s (delay p99)**: for every job, from its end on the service to its trigger's event; a
+  trigger that fired an error or did not fire counts as late;
+- **trigger CPU**: the trigger process's own CPU time over the first 5 s, and from 5 s to the last event, in % of
+  one core;
+- **requests/s from 5 s on**: every Batch request (all accounts) from 5 s to the last event;
+- **loop lag p99** over the whole run (a task sleeping 50 ms);
+- **node listings per pool**: first pages of List Nodes per pool per 5 s (per 10 s where the listings are
+  refused: 403 or 404), the mean over the run and the most in any 5 s (10 s) of one pool;
+- **tasks**: the triggers' events (``done`` is a task that succeeds as its job did).
 
-"view" is ``AzureBatchJobTrigger`` with ``[azbatch] account_view = True``, "per-job" the same trigger with
-``account_view = False`` (each trigger polls its job, as before the view), "official" the official
-``AzureBatchTrigger``. The table goes to stdout and to ``bench/view-results.md``; details to
-``bench/.out/view-results.json``.
+The "waiting" row is one job of 1,000 tasks waiting behind a busy pool (4 nodes of 256 slots, all taken by
+another job for 60 s): its requests per poll over those 60 s (the view's listing included), and how long after
+its first task started its trigger logged the job's progress with a task running.
+
+"view" is the trigger with ``[azbatch] account_view = True`` (the default), "per-job" with ``account_view =
+False``. The table goes to stdout and, after a full run, to ``bench/view-results.md`` (written whole, stamped:
+``bench/results_file.py``); details to ``bench/.out/view-results.json``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import itertools
 import json
 import os
-import platform
+import re
 import statistics
 import sys
 import tempfile
@@ -48,248 +49,295 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import results_file  # noqa: E402
 import run as harness  # noqa: E402  (bench/run.py: the endpoint, the log channel, the helpers)
+from synthetic_pools import pool_for  # noqa: E402
 
 fmt = harness.cell
 
 RESULTS = HERE / "view-results.md"
-WARM = 5.0  # the warm-up lasts at least this long: every trigger started and looked at its job once
-WARM_LIMIT = 90.0  # and at most this long, plus the time the paced first looks take (FIRST_LOOKS_PER_SECOND)
-STEADY = 20.0  # the steady window (s); then the jobs end on the service one after the other
-ENDS_SPREAD = 20.0  # over this many seconds
-GROWING_EVERY = 100
-STEADY_WARM = 150.0  # a steady row's warm-up (s): every job looked at twice, the quiet ones resting on the pulse
+FIRST_END = 20.0  # the first job ends this long after the triggers start...
+ENDS_SPREAD = 40.0  # ... and the others one after the other over this many seconds
+STARTUP = 5.0  # the start-up's CPU is measured over this long; requests/s and CPU after it
+TASKS = 2  # tasks a job (all running: the pools have slots for every one)
+WAIT_SECONDS = 60.0  # the waiting row: the busy pool frees its slots after this long
 HOME = tempfile.mkdtemp(prefix="bench-view-airflow-")
+PROGRESS = re.compile(rb"Batch job ([\w.-]+): (\d+) active, (\d+) running")
 
 
 def scenario(
-    trigger: str,
     jobs: int,
-    interval: float,
-    mode: str = "watch",
     accounts: int = 1,
-    start: str = "spread",
-    warm: float = 0.0,
+    trigger: str = "view",
+    pools: int = 1,
+    nodes: int = 10,
+    first_end: float = FIRST_END,
+    fail: str | None = None,
+    interval: float = 1.0,
 ) -> dict[str, Any]:
-    tasks = 20 if mode == "watch" else 1
-    streamed = 0 if mode == "watch" else 1
-    label = f"{jobs}x{accounts}" if accounts > 1 else str(jobs)
-    suffix = ("-restart" if start == "restart" else "") + ("-steady" if warm else "")
+    label = f"{jobs}x{accounts}" + (f"-{pools}pools" if pools > 1 else "")
+    label += f"-{fail}" if fail else ""
+    label += f"-end{first_end:g}s" if first_end != FIRST_END else ""
     return {
-        "name": f"{trigger}-{label}-{interval:g}s-{mode}{suffix}",
-        "start": start,
-        "warm": warm,
+        "name": f"{trigger}-{label}",
+        "kind": "ends",
         "trigger": trigger,
         "jobs": jobs,
+        "tasks": TASKS,
         "accounts": accounts,
+        "pools": pools,
+        "nodes": nodes,
+        "nodes_fail": fail,
+        "first_end": first_end,
         "interval": interval,
-        "mode": mode,
-        "tasks": tasks,
-        "streamed": streamed,
-        "output": {"stdout": "lines", "stderr": "quiet"},
-        "growing": [[j, 0] for j in range(jobs) if streamed and j % GROWING_EVERY == 0],
     }
 
 
-def matrix(quick: bool) -> list[dict[str, Any]]:
+def waiting(interval: float = 1.0) -> dict[str, Any]:
+    """One deferred job of 1,000 tasks waiting behind a busy pool (see the module docstring)."""
+    return {
+        "name": "view-waiting-1000-tasks",
+        "kind": "waiting",
+        "trigger": "view",
+        "jobs": 1,
+        "tasks": 1000,
+        "accounts": 1,
+        "pools": 1,
+        "nodes": 4,
+        "slots": 256,
+        "busy": {"tasks": 1024, "end": WAIT_SECONDS},
+        "nodes_fail": None,
+        "first_end": WAIT_SECONDS + 15,
+        "interval": interval,
+    }
+
+
+def matrix(quick: bool, scale: float = 1.0) -> list[dict[str, Any]]:
+    """The scenarios of issue 39; ``scale``: their job counts times this (a smaller run while developing)."""
     if quick:
-        return [scenario("view", 50, 1.0), scenario("per-job", 50, 1.0), scenario("view", 60, 1.0, accounts=3)]
-    # The small end: one deferred job, idle (its 20 tasks running, nothing streamed) and streaming one growing file.
-    out = [scenario(trigger, 1, 1.0, mode) for mode in ("watch", "stream1") for trigger in ("view", "per-job")]
-    for jobs in (100, 1000):
-        for interval in (1.0, 5.0):
-            out.append(scenario("view", jobs, interval))
-    # The looks' steady state: measured once every job had its second look (the jobs' first looks spread over
-    # jobs / job_looks_per_second seconds) and the quiet ones rest on the pool pulse.
-    out.append(scenario("view", 1000, 1.0, warm=STEADY_WARM))
-    out.append(scenario("view", 3000, 1.0, accounts=3))
-    out.append(scenario("view", 3000, 1.0, accounts=3, start="restart"))
-    out.append(scenario("view", 10000, 1.0, accounts=10, warm=STEADY_WARM + 100))
-    out.append(scenario("view", 1000, 1.0, "stream1"))
-    out.append(scenario("per-job", 1000, 1.0))
-    out.append(scenario("per-job", 1000, 1.0, "stream1"))
-    out.append(scenario("per-job", 3000, 1.0, accounts=3))
-    out.append(scenario("official", 100, 1.0))
-    return out
+        return [scenario(100), scenario(120, 3), scenario(100, fail="403"), waiting()]
+
+    def jobs(count: int) -> int:
+        return max(1, round(count * scale))
+
+    return [
+        scenario(jobs(1000)),
+        scenario(jobs(3000), 3),
+        scenario(jobs(10000), 10, pools=10, nodes=50),
+        scenario(jobs(1000), fail="403"),
+        scenario(jobs(1000), fail="404"),
+        scenario(jobs(1000), first_end=90.0),
+        waiting(),
+        scenario(jobs(1000), trigger="per-job"),
+    ]
 
 
 def account_names(spec: dict[str, Any]) -> list[str]:
     return [f"{harness.ACCOUNT}{a}" for a in range(spec["accounts"])]
 
 
-# -- the child: one scenario in one process ---------------------------------------------------------------
-async def child(spec: dict[str, Any], channel: harness.Channel) -> dict[str, Any]:
-    import aiohttp
-    import greenback
-    import psutil
-    from airflow.providers.microsoft.azure.triggers.batch import AzureBatchTrigger
-    from structlog.contextvars import bind_contextvars
+class ProgressChannel(harness.Channel):
+    """The log channel, noting when each job's progress line first showed a task running."""
 
-    from airflow_provider_azbatch.triggers.account_view import FIRST_LOOKS_PER_SECOND
-    from airflow_provider_azbatch.triggers.job import AzureBatchJobTrigger
-    from airflow_provider_azbatch.watching.state import WatchState
+    def __init__(self) -> None:
+        super().__init__()
+        self.first_running: dict[str, float] = {}
+
+    def write(self, data: bytes) -> int:
+        match = PROGRESS.search(data)
+        if match is not None and int(match.group(3)) > 0:
+            self.first_running.setdefault(match.group(1).decode(), time.time())
+        return super().write(data)
+
+
+# -- the child: one scenario in one process ---------------------------------------------------------------
+async def child(spec: dict[str, Any], channel: ProgressChannel) -> dict[str, Any]:
+    import aiohttp
+    import psutil
 
     base = spec["endpoint"]
     n, interval = spec["jobs"], spec["interval"]
     accounts = account_names(spec)
     session = aiohttp.ClientSession()
     admin = harness.endpoint_admin(session, base)
-
     prefix = spec["name"].replace(".", "_")
-    await admin("setup", {**spec, "prefix": prefix, "rate": harness.RATE, "accounts": accounts})
+    ends = [spec["first_end"], 0.0 if spec["kind"] == "waiting" else ENDS_SPREAD]
+    await admin("setup", {**spec, "prefix": prefix, "accounts": accounts, "ends": ends})
     me = psutil.Process()
-    rss_before = harness.rss_bytes()
     start = time.time()
     events: dict[int, float] = {}
     statuses: dict[int, str] = {}
-
-    def make(j: int) -> Any:
-        job_id = f"{prefix}-{j:05d}"
-        conn = f"bench{j % len(accounts)}"
-        if spec["trigger"] == "official":
-            return AzureBatchTrigger(job_id, f"{conn}_official", end_time=start + 3600, poll_interval=interval)
-        state = WatchState(
-            job_id=job_id,
-            expected_tasks=spec["tasks"],
-            streamed=["t000"] if spec["streamed"] else [],
-            pool_id="bench-pool",
-        )
-        return AzureBatchJobTrigger(
-            azbatch_conn_id=conn,
-            watch_state=state.to_json(),
-            poll_interval=interval,
-            deadline=start + 3600,
-            stream_output=bool(spec["streamed"]),
-            max_read_bytes=1024 * 1024,
-            deferred_at=time.time(),
-        )
-
-    async def run_one(j: int, delay: float) -> None:
-        await asyncio.sleep(delay)
-        trigger = make(j)
-        await greenback.ensure_portal()
-        bind_contextvars(trigger_id=j, ti_id=f"ti-{j}", dag_id="bench", task_id=f"job{j}", run_id="r", map_index=-1)
-        try:
-            async for event in trigger.run():
-                events[j] = time.time()
-                statuses[j] = str(event.payload.get("status"))
-                break
-        except Exception as exc:
-            events[j] = time.time()
-            statuses[j] = f"raised {type(exc).__name__}"
-            harness.say(f"trigger {j} raised {exc!r}")
-
     lags: list[tuple[float, float]] = []
-
     watcher = asyncio.create_task(harness.loop_lag(lags))
-    # "spread": the triggers start over one poll interval, as tasks defer; "restart": all at once, as a triggerer
-    # that starts (or restarts) with every deferred job of its share.
-    spread = interval if spec.get("start", "spread") == "spread" else 0.0
-    tasks = [asyncio.create_task(run_one(j, spread * j / n)) for j in range(n)]
-    # Warm-up: every trigger started and looked at its job (at least WARM seconds, at most WARM_LIMIT). The
-    # requests of each half second of it, for the first seconds' rate (a storm of first looks, or none).
-    served: list[tuple[float, int]] = []
-    warm_limit = WARM_LIMIT + n / FIRST_LOOKS_PER_SECOND
-    while True:
-        await asyncio.sleep(0.5)
-        stats = await admin("stats?brief=1")
-        elapsed = time.time() - start
-        served.append((elapsed, sum(stats["by_account"].values())))
-        if (elapsed >= WARM and stats["min_polls"] >= 1) or elapsed >= warm_limit:
-            break
-    startup = time.time() - start
-    harness.say(f"warm-up done in {startup:.1f} s (fewest polls of a job: {stats['min_polls']})")
-    # The first looks' aftermath; with --warm, until the looks' backoff has reached its steady cadence.
-    await asyncio.sleep(max(2 * interval, spec.get("warm", 0.0) - (time.time() - start)))
-    window_start = time.time()
-    rss_steady = harness.rss_bytes()
-    cpu0, stats0 = me.cpu_times(), await admin("stats")
-    all0 = psutil.cpu_times()
+    tasks = [asyncio.create_task(run_one(spec, prefix, j, start, events, statuses)) for j in range(n)]
+    cpu0 = me.cpu_times()
+    await asyncio.sleep(STARTUP)
+    cpu5, stats5 = me.cpu_times(), await admin("stats?brief=1")
     load = os.getloadavg()[0]
-    await asyncio.sleep(spec.get("steady") or STEADY)
-    cpu1, stats1 = me.cpu_times(), await admin("stats")
-    all1 = psutil.cpu_times()
-    steady_end = time.time()
-    await admin("ends", {"first": steady_end + 0.5, "spread": ENDS_SPREAD})
-    until = steady_end + ENDS_SPREAD + 4 * interval + 60
+    window: dict[str, Any] | None = None
+    if spec["kind"] == "waiting":
+        await asyncio.sleep(max(0.0, start + WAIT_SECONDS - time.time()))
+        window = await admin("stats?brief=1")
+    until = start + spec["first_end"] + ENDS_SPREAD + 4 * interval + 60
     while time.time() < until and len(events) < n:
         await asyncio.sleep(0.2)
+    last = max(events.values(), default=time.time())
+    cpu_end, stats_end = me.cpu_times(), await admin("stats")
     harness.say(f"{len(events)} of {n} triggers fired")
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
     watcher.cancel()
-    final = await admin("stats")
     await session.close()
+    return measure(spec, prefix, start, last, events, statuses, lags, (cpu0, cpu5, cpu_end), stats5, stats_end) | {
+        "load1": load,
+        **(waiting_figures(spec, prefix, start, window, stats_end, channel) if window is not None else {}),
+    }
 
-    span = stats1["time"] - stats0["time"]
+
+async def run_one(
+    spec: dict[str, Any], prefix: str, j: int, start: float, events: dict[int, float], statuses: dict[int, str]
+) -> None:
+    """One deferred trigger, run as the triggerer's ``run_trigger`` runs it; its first event recorded."""
+    import greenback
+    from structlog.contextvars import bind_contextvars
+
+    from airflow_provider_azbatch.triggers.job import AzureBatchJobTrigger
+    from airflow_provider_azbatch.watching.state import WatchState
+
+    accounts = spec["accounts"]
+    pool = pool_for(j, accounts, spec["pools"])
+    state = WatchState(
+        job_id=f"{prefix}-{j:05d}",
+        expected_tasks=spec["tasks"],
+        pool_id="bench-pool" if spec["pools"] == 1 else f"bench-pool-{pool}",
+    )
+    trigger = AzureBatchJobTrigger(
+        azbatch_conn_id=f"bench{j % accounts}",
+        watch_state=state.to_json(),
+        poll_interval=spec["interval"],
+        deadline=start + 3600,
+        stream_output=False,
+        max_read_bytes=1024 * 1024,
+        deferred_at=start,
+    )
+    await greenback.ensure_portal()
+    bind_contextvars(trigger_id=j, ti_id=f"ti-{j}", dag_id="bench", task_id=f"job{j}", run_id="r", map_index=-1)
+    try:
+        async for event in trigger.run():
+            events[j] = time.time()
+            statuses[j] = str(event.payload.get("status"))
+            if statuses[j] != "done":
+                harness.say(f"trigger {j}: {event.payload}")
+            break
+    except Exception as exc:
+        events[j] = time.time()
+        statuses[j] = f"raised {type(exc).__name__}"
+        harness.say(f"trigger {j} raised {exc!r}")
+
+
+def measure(
+    spec: dict[str, Any],
+    prefix: str,
+    start: float,
+    last: float,
+    events: dict[int, float],
+    statuses: dict[int, str],
+    lags: list[tuple[float, float]],
+    cpu: tuple[Any, Any, Any],
+    stats5: dict[str, Any],
+    final: dict[str, Any],
+) -> dict[str, Any]:
+    n, interval = spec["jobs"], spec["interval"]
     ends = final["ends"]
-    # Ours fires "done", the official trigger "success".
-    delays = sorted(events[j] - ends[f"{prefix}-{j:05d}"] for j in events if statuses.get(j) in ("done", "success"))
+    delays = sorted(
+        events[j] - ends[f"{prefix}-{j:05d}"] if statuses.get(j) == "done" else float("inf") for j in range(n)
+    )
     within = sum(1 for d in delays if d <= interval + 1.0)
-
-    def pct(q: float) -> float | None:
-        return delays[min(len(delays) - 1, int(q * len(delays)))] if delays else None
-
-    per_account = {a: (stats1["by_account"].get(a, 0) - stats0["by_account"].get(a, 0)) / span for a in accounts}
-
-    def ops(name: str) -> int:
-        return stats1["ops"].get(name, [0, 0])[0] - stats0["ops"].get(name, [0, 0])[0]
-
-    if spec["trigger"] == "view":
-        looks = ops("list_jobs") / len(accounts) / (span / interval)
-    elif spec["trigger"] == "per-job":
-        looks = ops("taskcounts") / n / (span / interval)
-    else:
-        looks = ops("list_tasks") / n / (span / interval)
-    growing = len(spec["growing"])
-    growing_looks = stats1["growing_looks"] - stats0["growing_looks"]
-    stream_looks = growing_looks / growing / (span / interval) if growing else None
-    window_lags = sorted(lag for at, lag in lags if at >= window_start)
-    startup_lags = [lag for at, lag in lags if at < window_start]
-    first_5s = max((count for at, count in served if at <= 5.25), default=0)
-    steps = [(b[1] - a[1]) / (b[0] - a[0]) for a, b in itertools.pairwise([(0.0, 0), *served])]
-    cpu = (sum(cpu1[:2]) - sum(cpu0[:2])) / span
-    machine = (harness.busy(all1) - harness.busy(all0)) / span
+    after = max(last - start - STARTUP, 1e-9)
+    lag = sorted(value for _, value in lags)
+    requests_after = final["requests"] - stats5["requests"]
+    per = 10.0 if spec.get("nodes_fail") else 5.0
+    listings = node_listings(final["node_listings"], start, last, per)
     return {
         "name": spec["name"],
+        "kind": spec["kind"],
         "trigger": spec["trigger"],
         "jobs": n,
-        "accounts": len(accounts),
+        "accounts": spec["accounts"],
+        "pools": final["pools"],
+        "nodes": spec["nodes"],
+        "nodes_fail": spec.get("nodes_fail"),
+        "first_end": spec["first_end"],
         "interval": interval,
-        "mode": spec["mode"],
-        "warm": spec.get("warm", 0.0),
-        "req_per_s_per_account": per_account,
-        "req_per_s_max_account": max(per_account.values()),
-        "cpu_trigger": cpu,
-        "cpu_machine": machine,
-        "load1": load,
-        "lag_p99_ms": 1000 * window_lags[min(len(window_lags) - 1, int(0.99 * len(window_lags)))]
-        if window_lags
-        else None,
-        "end_p50_s": statistics.median(delays) if delays else None,
-        "end_p99_s": pct(0.99),
-        "end_max_s": delays[-1] if delays else None,
         "within_poll_plus_1": within / n,
-        "looks": looks,
-        "ops_per_s": {name: round(ops(name) / span, 2) for name in sorted(stats1["ops"]) if ops(name)},
-        "stream_looks": stream_looks,
-        "rss_per_job_kib": (rss_steady - rss_before) / n / 1024,
-        "startup_s": startup,
-        "start": spec.get("start", "spread"),
-        "startup_requests_5s": first_5s,
-        "startup_peak_req_per_s": max(steps, default=0.0),
-        "startup_lag_max_ms": 1000 * max(startup_lags, default=0.0),
+        "end_p50_s": statistics.median(delays) if delays else None,
+        "end_p99_s": delays[min(n - 1, int(0.99 * n))] if delays else None,
+        "cpu_startup": (sum(cpu[1][:2]) - sum(cpu[0][:2])) / STARTUP,
+        "cpu_after": (sum(cpu[2][:2]) - sum(cpu[1][:2])) / after,
+        "requests_per_s_after": requests_after / after,
+        "ops_after": {
+            op: counts[0] - stats5["ops"].get(op, [0, 0])[0]
+            for op, counts in sorted(final["ops"].items())
+            if counts[0] - stats5["ops"].get(op, [0, 0])[0]
+        },
+        "lag_p99_ms": 1000 * lag[min(len(lag) - 1, int(0.99 * len(lag)))] if lag else None,
+        "listings_per": per,
+        **listings,
+        "span_s": last - start,
         "fired": len(events),
-        "statuses": {s: sum(1 for v in statuses.values() if v == s) for s in set(statuses.values())},
-        "lines_shown": sum(channel.task_lines.values()),
+        "statuses": {s: sum(1 for v in statuses.values() if v == s) for s in sorted(set(statuses.values()))},
+    }
+
+
+def node_listings(listings: list[list[Any]], start: float, last: float, per: float) -> dict[str, Any]:
+    """Node listings (first pages) per pool per ``per`` seconds: the mean over the run and the most in any ``per``
+    seconds of one pool; how many were refused."""
+    by_pool: dict[str, list[float]] = {}
+    for at, pool, _status in listings:
+        by_pool.setdefault(pool, []).append(at)
+    most = 0
+    for times in by_pool.values():
+        times.sort()
+        lo = 0
+        for hi, at in enumerate(times):
+            while times[lo] <= at - per:
+                lo += 1
+            most = max(most, hi - lo + 1)
+    span = max(last - start, per)
+    pools = max(len(by_pool), 1)
+    return {
+        "listings": len(listings),
+        "listings_refused": sum(1 for _, _, status in listings if status >= 400),
+        "listings_mean": len(listings) / pools / (span / per),
+        "listings_most": most,
+    }
+
+
+def waiting_figures(
+    spec: dict[str, Any],
+    prefix: str,
+    start: float,
+    window: dict[str, Any],
+    final: dict[str, Any],
+    channel: ProgressChannel,
+) -> dict[str, Any]:
+    """The waiting job: its requests per poll while it waited, and how soon its progress showed a task running."""
+    polls = WAIT_SECONDS / spec["interval"]
+    job_id = f"{prefix}-00000"
+    started = final["first_starts"].get(job_id)
+    seen = channel.first_running.get(job_id)
+    return {
+        "waiting_requests_per_poll": window["requests"] / polls,
+        "waiting_ops": {op: counts[0] for op, counts in sorted(window["ops"].items())},
+        "start_seen_after_s": seen - started if seen is not None and started is not None else None,
     }
 
 
 def child_main(spec: dict[str, Any]) -> None:
     from airflow.sdk.log import configure_logging
 
-    channel = harness.Channel()
+    channel = ProgressChannel()
     configure_logging(json_output=True, output=channel, sending_to_supervisor=True)  # type: ignore[arg-type]
     try:
         result = asyncio.run(child(spec, channel))
@@ -306,14 +354,7 @@ def connections(spec: dict[str, Any], endpoint: str) -> dict[str, str]:
     env = {}
     for a, account in enumerate(account_names(spec)):
         ours = {"conn_type": "azbatch", "login": account, "password": harness.KEY, "extra": {"account_url": endpoint}}
-        official = {
-            "conn_type": "azure_batch",
-            "login": account,
-            "password": harness.KEY,
-            "extra": {"account_url": endpoint},
-        }
         env[f"AIRFLOW_CONN_BENCH{a}"] = json.dumps(ours)
-        env[f"AIRFLOW_CONN_BENCH{a}_OFFICIAL"] = json.dumps(official)
     return env
 
 
@@ -324,39 +365,50 @@ def run_scenario(spec: dict[str, Any], endpoint: str, endpoint_pid: int) -> dict
         "AIRFLOW_HOME": HOME,
         "PYTHONWARNINGS": "ignore",
         "AIRFLOW__AZBATCH__MIN_DEFERRAL_SECONDS": "0",
+        "AIRFLOW__AZBATCH__ACCOUNT_VIEW": "False" if spec["trigger"] == "per-job" else "True",
     }
-    env["AIRFLOW__AZBATCH__ACCOUNT_VIEW"] = "False" if spec["trigger"] == "per-job" else "True"
     payload = {**spec, "endpoint": endpoint, "endpoint_pid": endpoint_pid}
     return harness.child_result(__file__, payload, env, harness.OUT / f"view-{spec['name']}.log")
 
 
-def start_cell(r: dict[str, Any]) -> str:
-    if "startup_requests_5s" not in r:
-        return "-"
-    how = "all at once" if r["start"] == "restart" else "spread"
-    return f"{how}: {r['startup_requests_5s']}, {r['startup_peak_req_per_s']:.0f}/s, {r['startup_lag_max_ms']:.0f} ms"
+def describe(r: dict[str, Any]) -> str:
+    if r["kind"] == "waiting":
+        return "1 job of 1,000 tasks waiting 60 s behind a busy pool (4 nodes x 256 slots)"
+    accounts = f"{r['accounts']} account{'s' if r['accounts'] > 1 else ''}"
+    pools = f"{r['pools']} pools of {r['nodes']} nodes" if r["pools"] > 1 else f"1 pool of {r['nodes']} nodes"
+    text = f"{r['jobs']:,} jobs, {accounts}, {pools}"
+    if r["nodes_fail"] == "403":
+        text += ", node listings refused (403)"
+    elif r["nodes_fail"] == "404":
+        text += ", node listings 404 (pool gone)"
+    if r["first_end"] != FIRST_END:
+        text += f", first end {r['first_end']:g} s after the start"
+    return text
 
 
 def table(results: list[dict[str, Any]]) -> str:
     head = (
-        "| trigger | jobs x accounts | interval | mode | req/s per account | looks (of ideal) | CPU trigger | "
-        "loop lag p99 | end → event p50 / p99 / max | within poll + 1 s | start: requests in 5 s, peak req/s, "
-        "lag max | RSS/job | machine load |\n"
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+        "| trigger | scenario | ends within poll + 1 s (delay p99) | trigger CPU, first 5 s / after | "
+        "requests/s from 5 s on | loop lag p99 | node listings per pool (per 5 s, or 10 s refused): mean / most | "
+        "tasks |\n|---|---|---|---|---|---|---|---|\n"
     )
     rows = []
     for r in results:
-        looks = fmt(r["looks"], ".2f")
-        if r["stream_looks"] is not None:
-            looks += f", streams {r['stream_looks']:.2f}"
         name = "**view**" if r["trigger"] == "view" else r["trigger"]
+        p99 = r["end_p99_s"]
+        ends = f"{100 * r['within_poll_plus_1']:.1f} % ({'never' if p99 == float('inf') else fmt(p99, '.2f', ' s')})"
+        if r["kind"] == "waiting":
+            seen = fmt(r.get("start_seen_after_s"), ".1f", " s")
+            ends += f"; {r['waiting_requests_per_poll']:.2f} requests a poll while it waits; a start seen {seen} after"
+        listings = f"{r['listings_mean']:.2f} / {r['listings_most']} per {r['listings_per']:g} s"
+        if r["listings_refused"]:
+            listings += f" ({r['listings_refused']} refused of {r['listings']})"
+        else:
+            listings += f" ({r['listings']} in {r['span_s']:.0f} s)"
+        statuses = ", ".join(f"{count} {status}" for status, count in r["statuses"].items())
         rows.append(
-            f"| {name} | {r['jobs']} x {r['accounts']} | {r['interval']:g} s | "
-            f"{r['mode']}{' (steady)' if r.get('warm') else ''} | "
-            f"{r['req_per_s_max_account']:.1f} | {looks} | {100 * r['cpu_trigger']:.0f} % | "
-            f"{fmt(r['lag_p99_ms'], '.0f', ' ms')} | {fmt(r['end_p50_s'], '.2f')} / {fmt(r['end_p99_s'], '.2f')} / "
-            f"{fmt(r['end_max_s'], '.2f')} s | {100 * r['within_poll_plus_1']:.0f} % | "
-            f"{start_cell(r)} | {r['rss_per_job_kib']:.0f} KiB | {r['load1']:.1f} |"
+            f"| {name} | {describe(r)} | {ends} | {100 * r['cpu_startup']:.0f} % / {100 * r['cpu_after']:.0f} % | "
+            f"{r['requests_per_s_after']:.1f} | {fmt(r['lag_p99_ms'], '.0f', ' ms')} | {listings} | {statuses} |"
         )
     return head + "\n".join(rows) + "\n"
 
@@ -367,26 +419,22 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--only", action="append", default=[])
     parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--warm", type=float, help="the warm-up's least length (s), for the looks' steady cadence")
-    parser.add_argument("--steady", type=float, help=f"the steady window (s; default {STEADY:g})")
+    parser.add_argument("--scale", type=float, default=1.0, help="job counts times this (bench/.out only)")
     args = parser.parse_args()
     if args.child:
         child_main(json.loads(args.child))
         return
-    steady = args.steady or STEADY
-    specs = [{**spec, "warm": args.warm or spec["warm"], "steady": steady} for spec in matrix(args.quick)]
-    results = harness.run_matrix(specs, args.only, args.port, run_scenario, "req_per_s_per_account")
-    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    cpu = platform.processor() or platform.machine()
-    text = (
-        f"Measured {stamp} on {cpu}, {os.cpu_count()} cores, Python {platform.python_version()} (the endpoint, "
-        "the triggers and other work share the cores: the machine's 1-minute load is in the last column).\n\n"
+    started, load = time.time(), os.getloadavg()
+    saved = harness.OUT / "view-results.json"
+    results = harness.run_matrix(matrix(args.quick, args.scale), args.only, args.port, run_scenario, "ops_after", saved)
+    body = (
+        "Every trigger starts at once (a triggerer restart), poll 1 s, `stream_output=False`, 2 tasks a job; "
+        f"the jobs end one after the other over {ENDS_SPREAD:g} s from the first end ({FIRST_END:g} s after the "
+        "start unless the row says otherwise). The endpoint answers every Batch request 10 ms late.\n\n"
         + table(results)
     )
-    print(text)
-    if not args.only and not args.quick:
-        RESULTS.write_text(text)
-    (harness.OUT / "view-results.json").write_text(json.dumps(results, indent=1))
+    target = results_file.write(RESULTS, started, load, body, full=not (args.only or args.quick or args.scale != 1.0))
+    print((HERE / target).read_text())
 
 
 if __name__ == "__main__":

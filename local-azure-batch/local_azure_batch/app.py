@@ -64,6 +64,8 @@ _FAULT_ERRORS = {
     ),
     503: ("ServerBusy", "The server is currently unable to receive requests. Please retry your request."),
     500: ("InternalError", "Server encountered an internal error. Please try again after some time."),
+    # A credential whose role lacks the operation (what local_azure_batch.auth.roles answers for no role at all).
+    403: ("AuthorizationFailure", "This request is not authorized to perform this operation."),
 }
 
 

@@ -5,7 +5,8 @@ Spec (``--faults`` or ``PUT /_emulator/faults``): rules separated by ``;``, each
 
 - ``OPERATIONS``: ``*`` or REST operation ids joined by ``|`` (``Jobs_GetJobTaskCounts|Tasks_GetTaskFile``);
 - ``ACTION``: ``429`` or ``503`` (with ``Retry-After``, default 1 s, change with ``/retry-after=SECONDS``),
-  ``500``, ``drop`` (close the connection without a response, before the request is processed),
+  ``500``, ``403`` (``AuthorizationFailure``, as the service refuses a credential whose role lacks that read:
+  a credential allowed some operations and not others), ``drop`` (close the connection without a response, before the request is processed),
   ``drop-after`` (process the request, then close the connection without a response: the client cannot
   tell whether its request took effect) or ``latency=SECONDS``;
 - ``@RATE``: a probability from 0 to 1 (default: every matching request);
@@ -131,8 +132,10 @@ def _parse_rule(text: str, known: set[str]) -> FaultRule:
     elif action.startswith("latency="):
         rule.action = "latency"
         rule.latency = _seconds(action.split("=", 1)[1], text)
-    elif action not in ("500", "drop", "drop-after"):
-        raise FaultSpecError(f"fault rule {text!r}: action must be 429, 503, 500, drop, drop-after or latency=SECONDS")
+    elif action not in ("500", "403", "drop", "drop-after"):
+        raise FaultSpecError(
+            f"fault rule {text!r}: action must be 429, 503, 500, 403, drop, drop-after or latency=SECONDS"
+        )
     return rule
 
 

@@ -70,7 +70,7 @@ def test_fault_rates_are_reproducible_with_a_seed():
     ("spec", "message"),
     [
         ("Jobs_Nope:503", "unknown operation(s) Jobs_Nope"),
-        ("*:418", "action must be 429, 503, 500, drop, drop-after or latency=SECONDS"),
+        ("*:418", "action must be 429, 503, 500, 403, drop, drop-after or latency=SECONDS"),
         ("*:503@2", "rate must be from 0 to 1"),
         ("*:503#x", "schedule part 'x' is not N, N-M or N-"),
         ("Jobs_GetJob", "expected OPERATIONS:ACTION"),
