@@ -223,7 +223,8 @@ CHECK_COMMAND = ActionCommand(
     name="check",
     help=CHECK_HELP,
     description=CHECK_DESCRIPTION,
-    func=lazy_load_command(f"{_PACKAGE}.check.check_command"),
+    # The command is the preflight's own face (airflow_provider_azbatch.preflight.command), above this package.
+    func=lazy_load_command("airflow_provider_azbatch.preflight.command.check_command"),
     args=CHECK_ARGS,
 )
 
