@@ -218,3 +218,36 @@ def test_a_restart_keeps_the_schedule(tmp_path: Path) -> None:
             what="the next job after the restart",
         )
         restarted.close()
+
+
+def test_the_aio_client_runs_a_schedule_too(client: BatchClient) -> None:
+    import asyncio
+
+    from azure.batch.aio import BatchClient as AsyncBatchClient
+
+    endpoint = client._config.endpoint  # the module's service
+    credential = client._config.credential
+
+    async def scenario() -> list[m.BatchJob]:
+        async with AsyncBatchClient(endpoint, credential) as aio:
+            await aio.create_job_schedule(
+                m.BatchJobScheduleCreateOptions(
+                    id="async-minute",
+                    schedule=m.BatchJobScheduleConfiguration(recurrence_interval=MINUTE),
+                    job_specification=manager_spec("sleep 0.2"),
+                )
+            )
+            while True:  # bounded by the wait_for below
+                jobs = [job async for job in aio.list_jobs_from_schedule("async-minute")]
+                done = [job for job in jobs if job.state == m.BatchJobState.COMPLETED]
+                if len(done) >= 3:
+                    break
+                await asyncio.sleep(0.2)
+            await (await aio.begin_terminate_job_schedule("async-minute", polling_interval=0.2)).result()
+            assert (await aio.get_job_schedule("async-minute")).state == m.BatchJobScheduleState.COMPLETED
+            return sorted(done, key=lambda job: job.creation_time)[:3]
+
+    done = asyncio.run(asyncio.wait_for(scenario(), timeout=30))
+    assert [job.id for job in done] == [f"async-minute:job-{n}" for n in (1, 2, 3)]
+    for earlier, later in itertools.pairwise(done):
+        assert earlier.execution_info.end_time <= later.creation_time
