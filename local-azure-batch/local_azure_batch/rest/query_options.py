@@ -157,7 +157,7 @@ JOB_FILTER: dict[str, FilterProperty] = {
     **_times("stateTransitionTime", "creationTime", "lastModified", "executionInfo/startTime", "executionInfo/endTime"),
     "executionInfo/poolId": FilterProperty("string", ID_OPERATORS),
 }
-# The "OData filters in Batch" table of List Job Schedules: id, state, times and the execution info's.
+# List Job Schedules ("OData filters in Batch"): id, state, and the schedule's times.
 JOB_SCHEDULE_FILTER: dict[str, FilterProperty] = {
     "id": FilterProperty("string", ID_OPERATORS),
     "state": _enum(*JOB_SCHEDULE_STATES),
@@ -168,7 +168,6 @@ JOB_SCHEDULE_FILTER: dict[str, FilterProperty] = {
         "executionInfo/nextRunTime",
         "executionInfo/endTime",
     ),
-    "executionInfo/recentJob/id": FilterProperty("string", ID_OPERATORS),
 }
 TASK_FILTER: dict[str, FilterProperty] = {
     "id": FilterProperty("string", ID_OPERATORS),
