@@ -328,7 +328,7 @@ def triggers_run_inline() -> bool:
 # What differs, and how the provider does the same on every line (docs/reference/airflow-lines.md):
 # - the hook lineage collector lives in airflow.lineage.hook on 3.0 and 3.1, airflow.sdk.lineage on 3.2+;
 # - 3.0 drops an asset URI's user part (3.1+ only a password): the provider's asset URIs carry the container in
-#   their path on every line, not as ``container@`` (lineage/naming.py);
+#   their path on every line, not as ``container@`` (hooks/dataset_names.py);
 # - the OpenLineage provider each line's dependency set takes (2.6 on 3.0) may lack the root's namespace macro:
 #   the root is then in the task's namespace (lineage/parent.py);
 # - 3.0's ``dag.test()`` leaves a DAG's assets inactive until the DAG processor has parsed the file, and a task

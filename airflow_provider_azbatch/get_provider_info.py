@@ -54,7 +54,7 @@ def get_provider_info() -> dict[str, Any]:
         "task-decorators": [
             {"name": "azure_batch", "class-name": "airflow_provider_azbatch.decorators.azure_batch.azure_batch_task"}
         ],
-        # Azure Blob asset URIs, as OpenLineage names the data (lineage/naming.py): the hook lineage collector's
+        # Azure Blob asset URIs, as OpenLineage names the data (hooks/dataset_names.py): the hook lineage collector's
         # assets, and outlets such as Asset("wasbs://models@acct.dfs.core.windows.net/runs"), become datasets.
         "asset-uris": [
             {

@@ -64,6 +64,11 @@ ARG_LIST_OUTCOME = Arg(
     help="Only jobs with this outcome (as --state): e.g. --outcome failed --since 1d",
 )
 ARG_LIST_PREFIX = Arg(("--prefix",), help="Only jobs whose id starts with this")
+ARG_LIST_SCHEDULE = Arg(
+    ("--schedule",),
+    metavar="SCHEDULE_ID",
+    help="Only the jobs this Batch job schedule made ({schedule}:job-{n})",
+)
 ARG_LIST_DAG_ID = Arg(("-d", "--dag-id"), help="Only jobs submitted by this DAG (job metadata airflow_dag_id)")
 ARG_LIST_TASK_ID = Arg(("-t", "--task-id"), help="Only jobs submitted by this Airflow task (airflow_task_id)")
 ARG_LIST_RUN_ID = Arg(("-r", "--run-id"), help="Only jobs submitted in this DAG run (airflow_run_id)")
@@ -223,7 +228,8 @@ CHECK_COMMAND = ActionCommand(
     name="check",
     help=CHECK_HELP,
     description=CHECK_DESCRIPTION,
-    func=lazy_load_command(f"{_PACKAGE}.check.check_command"),
+    # The command is the preflight's own face (airflow_provider_azbatch.preflight.command), above this package.
+    func=lazy_load_command("airflow_provider_azbatch.preflight.command.check_command"),
     args=CHECK_ARGS,
 )
 
@@ -242,6 +248,7 @@ JOBS_COMMANDS = (
             ARG_LIST_STATE,
             ARG_LIST_OUTCOME,
             ARG_LIST_PREFIX,
+            ARG_LIST_SCHEDULE,
             ARG_LIST_DAG_ID,
             ARG_LIST_TASK_ID,
             ARG_LIST_RUN_ID,

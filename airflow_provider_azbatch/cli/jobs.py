@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 from argparse import Namespace
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -130,6 +131,18 @@ def _with_outcome(hook: Any, job: dict[str, Any]) -> dict[str, Any] | None:
     return {**job, "outcome": outcome, "tasks": counts.to_json()}
 
 
+def _listed(hook: Any, where: str | None, schedule_id: str | None) -> Iterable[Any]:
+    """The jobs of the account, or those a job schedule made (the service's own list: Jobs_ListJobsFromSchedule)."""
+    if schedule_id is None:
+        return hook.list_jobs(filter=where, select=LIST_SELECT)
+    from azure.core.exceptions import ResourceNotFoundError
+
+    try:
+        return list(hook.client.list_jobs_from_schedule(schedule_id, filter=where, select=LIST_SELECT))
+    except ResourceNotFoundError:
+        raise CliError(f"No job schedule {schedule_id!r} in this Batch account") from None
+
+
 def _list(hook: Any, args: Namespace) -> None:
     since, until = time_window(args.since, args.until)
     wanted = {DAG_ID_KEY: args.dag_id, TASK_ID_KEY: args.task_id, RUN_ID_KEY: args.run_id}
@@ -139,7 +152,7 @@ def _list(hook: Any, args: Namespace) -> None:
     states = [state for state in asked if state not in OUTCOMES]
     outcomes = [state for state in asked if state in OUTCOMES]
     jobs = []
-    for job in hook.list_jobs(filter=list_filter(states, args.prefix, since, until), select=LIST_SELECT):
+    for job in _listed(hook, list_filter(states, args.prefix, since, until), getattr(args, "schedule", None)):
         metadata = metadata_of(job)
         if all(metadata.get(key) == value for key, value in wanted.items()):
             summary = job_summary(job)

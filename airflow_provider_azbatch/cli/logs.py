@@ -31,9 +31,10 @@ from airflow_provider_azbatch.cli.targets import job_id_of
 from airflow_provider_azbatch.cli.times import time_window
 from airflow_provider_azbatch.enums import enum_value
 from airflow_provider_azbatch.hooks.storage import LogLocation
+from airflow_provider_azbatch.model.lines import MAX_LINE_BYTES, last_lines
+from airflow_provider_azbatch.model.records import STDERR, STDOUT, STREAMS, FileInfo
 from airflow_provider_azbatch.watching.core import RESTART_NOTICE, JobWatcher, output_prefix
-from airflow_provider_azbatch.watching.lines import MAX_LINE_BYTES, last_lines
-from airflow_provider_azbatch.watching.state import STDERR, STDOUT, STREAMS, FileInfo, StreamCursor, WatchState
+from airflow_provider_azbatch.watching.state import StreamCursor, WatchState
 from airflow_provider_azbatch.watching.streams import Tail
 
 # The first read from the end of a file for --tail; doubled until enough lines are in.
@@ -286,9 +287,9 @@ def _follow(
     hook: Any, request: Request, printer: Printer, tail: int | None, poll_interval: float, *, verbose: bool
 ) -> None:
     from airflow_provider_azbatch.hooks.errors import describe_error
-    from airflow_provider_azbatch.pools.health import PoolProblem
     from airflow_provider_azbatch.watching.drivers import run_sync
     from airflow_provider_azbatch.watching.outages import DEFAULT_MAX_OUTAGE_SECONDS, OutagePolicy, WaitFailed
+    from airflow_provider_azbatch.watching.pool_health import PoolProblem
 
     max_bytes = config.get_int("max_read_bytes")
     state = WatchState(

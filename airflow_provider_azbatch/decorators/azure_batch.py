@@ -39,7 +39,7 @@ from airflow_provider_azbatch.decorators.source import function_source, refuse_f
 from airflow_provider_azbatch.operators.job import AzureBatchJobOperator
 from airflow_provider_azbatch.results.task_results import read_results
 from airflow_provider_azbatch.runs import RunResult
-from airflow_provider_azbatch.submission import validation as check
+from airflow_provider_azbatch.specs import validation
 from airflow_provider_azbatch.watching.drivers import run_sync
 from airflow_provider_azbatch.workspace.staged_files import FileForTasks
 
@@ -67,24 +67,24 @@ def _refuse_unrunnable(function: Callable[..., Any]) -> None:
     """What cannot run on a node, refused when the DAG is defined (with why)."""
     name = getattr(function, "__name__", repr(function))
     if name == "<lambda>":
-        raise check.fail(
+        raise validation.fail(
             "@task.azure_batch", "cannot run a lambda: its source cannot be taken alone; define it with def"
         )
     if inspect.iscoroutinefunction(function) or inspect.isasyncgenfunction(function):
-        raise check.fail(
+        raise validation.fail(
             "@task.azure_batch",
             f"cannot run {name}(): it is async; the node calls the function and writes what it returns, so "
             "define it with def (and run an event loop inside it if it needs one)",
         )
     if inspect.isgeneratorfunction(function):
-        raise check.fail(
+        raise validation.fail(
             "@task.azure_batch",
             f"cannot run {name}(): it is a generator (it uses yield); return a list instead",
         )
     if not inspect.isfunction(function):
-        raise check.fail("@task.azure_batch", f"needs a function defined with def, got {type(function).__name__}")
+        raise validation.fail("@task.azure_batch", f"needs a function defined with def, got {type(function).__name__}")
     if "." in function.__qualname__.rsplit("<locals>.", 1)[-1]:
-        raise check.fail("@task.azure_batch", f"cannot run {function.__qualname__}: a method is not a function")
+        raise validation.fail("@task.azure_batch", f"cannot run {function.__qualname__}: a method is not a function")
     refuse_foreign_decorators(function)
 
 
@@ -127,14 +127,16 @@ class _AzureBatchDecoratedOperator(DecoratedOperator, AzureBatchJobOperator):
         _refuse_unrunnable(python_callable)
         for name in OWNED:
             if kwargs.get(name) is not None:
-                raise check.fail(name, "is set by @task.azure_batch itself (the function is the one task it runs)")
+                raise validation.fail(name, "is set by @task.azure_batch itself (the function is the one task it runs)")
         if serializer not in SERIALIZERS:
-            raise check.fail("serializer", f"must be one of {', '.join(SERIALIZERS)}, got {serializer!r}")
+            raise validation.fail("serializer", f"must be one of {', '.join(SERIALIZERS)}, got {serializer!r}")
         if serializer != "json":
             try:
                 __import__(serializer)
             except ImportError:
-                raise check.fail("serializer", f"{serializer!r} needs the module {serializer!r}: install it") from None
+                raise validation.fail(
+                    "serializer", f"{serializer!r} needs the module {serializer!r}: install it"
+                ) from None
             warnings.warn(
                 f"@task.azure_batch serializer={serializer!r}: the arguments and the return value are pickled, so "
                 f"the node must run the same Python ({sys.version_info[0]}.{sys.version_info[1]} here) and the same "
@@ -142,7 +144,7 @@ class _AzureBatchDecoratedOperator(DecoratedOperator, AzureBatchJobOperator):
                 UserWarning,
                 stacklevel=3,
             )
-        python = check.text(python, "python", required=True) or "python3"
+        python = validation.text(python, "python", required=True) or "python3"
         self.python = python
         self.serializer = serializer
         self._files: tuple[FileForTasks, ...] = ()

@@ -18,7 +18,7 @@ import textwrap
 from collections.abc import Callable
 from typing import Any
 
-from airflow_provider_azbatch.submission import validation as check
+from airflow_provider_azbatch.specs import validation
 
 # Airflow decorators found by name when their object cannot be looked up (a name imported inside a function).
 _AIRFLOW_DECORATOR_NAMES = ("azure_batch", "run_if", "skip_if", "setup", "teardown")
@@ -29,7 +29,7 @@ def _parsed(function: Callable[..., Any]) -> tuple[str, ast.FunctionDef]:
     tree = ast.parse(source)
     node = tree.body[0] if tree.body else None
     if not isinstance(node, ast.FunctionDef):
-        raise check.fail("@task.azure_batch", f"needs a function defined with def, got {type(node).__name__}")
+        raise validation.fail("@task.azure_batch", f"needs a function defined with def, got {type(node).__name__}")
     return source, node
 
 
@@ -74,7 +74,7 @@ def refuse_foreign_decorators(function: Callable[..., Any]) -> None:
     for decorator in node.decorator_list:
         if not _is_airflows(decorator, inner):
             text = ast.get_source_segment(source, decorator) or ast.unparse(decorator)
-            raise check.fail(
+            raise validation.fail(
                 "@task.azure_batch",
                 f"cannot run {name}() decorated with @{text}: only the function's own source travels to the node, "
                 "without its decorators; call what the decorator does inside the function instead",

@@ -81,18 +81,20 @@ from airflow_provider_azbatch.hooks.translate import (
     tail_range,
     task_attempt_of,
 )
-from airflow_provider_azbatch.results.outcomes import TaskOutcome
-from airflow_provider_azbatch.retries import Backoff
-from airflow_provider_azbatch.watching.blocking import ActiveTask, FailedTask, SideTaskRun
-from airflow_provider_azbatch.watching.state import (
+from airflow_provider_azbatch.model.outcomes import TaskOutcome
+from airflow_provider_azbatch.model.records import (
+    ActiveTask,
+    FailedTask,
     FileChunk,
     FileEnd,
     FileInfo,
     JobStatus,
     NodeTimes,
+    SideTaskRun,
     TaskAttempt,
     TaskCounts,
 )
+from airflow_provider_azbatch.retries import Backoff
 
 # azure-core logs every request and response at INFO; in a task log that drowns the task's output.
 _HTTP_LOGGER = logging.getLogger("azure.core.pipeline.policies.http_logging_policy")

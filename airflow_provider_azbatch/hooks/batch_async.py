@@ -62,20 +62,22 @@ from airflow_provider_azbatch.hooks.translate import (
     tail_range,
     task_attempt_of,
 )
-from airflow_provider_azbatch.watching.blocking import ActiveTask, FailedTask, SideTaskRun
-from airflow_provider_azbatch.watching.state import (
+from airflow_provider_azbatch.model.records import (
+    ActiveTask,
+    FailedTask,
     FileChunk,
     FileEnd,
     FileInfo,
     JobChange,
     JobStatus,
     NodeTimes,
+    SideTaskRun,
     TaskAttempt,
     TaskCounts,
 )
 
 if TYPE_CHECKING:
-    from airflow_provider_azbatch.job_events.outcome import TaskEnd
+    from airflow_provider_azbatch.model.outcomes import TaskEnd
 
 # What the SDK's generated operations raise for these statuses (the others: HttpResponseError).
 _SDK_ERROR_MAP = {
@@ -310,7 +312,7 @@ class AzureBatchAsyncHook(BaseHook):
     async def list_task_ends(self, job_id: str) -> list[TaskEnd] | None:
         """How every task of a (completed) job ended, for a job event; None if the job is gone. Plain JSON, three
         fields a task, paged (a job of thousands of tasks is a few requests)."""
-        from airflow_provider_azbatch.job_events.outcome import TASK_END_SELECT, task_end_of
+        from airflow_provider_azbatch.model.outcomes import TASK_END_SELECT, task_end_of
 
         ends: list[TaskEnd] = []
         url: str | None = f"/jobs/{_segment(job_id)}/tasks"

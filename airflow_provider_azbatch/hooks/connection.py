@@ -127,7 +127,7 @@ class BatchConnectionSettings:
         # A misspelt extra would otherwise be ignored, and its setting silently default.
         unknown = sorted(str(key) for key in extra if key not in EXTRA_FIELDS and not key.startswith("extra__"))
         if unknown:
-            from airflow_provider_azbatch.submission.validation import did_you_mean
+            from airflow_provider_azbatch.specs.validation import did_you_mean
 
             named = ", ".join(f"{name}{did_you_mean(name, EXTRA_FIELDS)}" for name in unknown)
             raise ConnectionConfigError(

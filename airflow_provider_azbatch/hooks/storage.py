@@ -28,11 +28,11 @@ from azure.storage.blob import (
     generate_container_sas,
 )
 
+from airflow_provider_azbatch.hooks import lineage_report as hook_lineage
 from airflow_provider_azbatch.hooks.connection import AuthMethod, BatchConnectionSettings, ConnectionConfigError
 from airflow_provider_azbatch.hooks.credentials import build_credential
+from airflow_provider_azbatch.hooks.dataset_names import DatasetName, blob_dataset
 from airflow_provider_azbatch.hooks.proxies import proxy_kwargs
-from airflow_provider_azbatch.lineage import hook_lineage
-from airflow_provider_azbatch.lineage.naming import DatasetName, blob_dataset
 
 # Clock skew allowance: a SAS valid from "now" can be refused by a node whose clock runs behind.
 _SKEW = timedelta(minutes=5)

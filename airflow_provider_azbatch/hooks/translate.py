@@ -9,13 +9,15 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 from airflow_provider_azbatch.enums import enum_value
-from airflow_provider_azbatch.watching.blocking import ActiveTask, FailedTask, SideTaskRun
-from airflow_provider_azbatch.watching.state import (
+from airflow_provider_azbatch.model.records import (
+    ActiveTask,
+    FailedTask,
     FileChunk,
     FileInfo,
     JobChange,
     JobStatus,
     NodeTimes,
+    SideTaskRun,
     TaskAttempt,
     TaskCounts,
 )

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from airflow_provider_azbatch.watching.state import JobChange
+from airflow_provider_azbatch.model.records import JobChange
 
 # What a watcher may ask for as ``outcome``: None (or "any") fires for both.
 OUTCOMES = ("succeeded", "failed")

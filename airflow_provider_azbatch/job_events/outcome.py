@@ -3,42 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from airflow_provider_azbatch.job_events.filters import metadata_of, pool_of
-from airflow_provider_azbatch.watching.state import JobChange
-
-# An event stays small for a job of thousands of tasks: exit codes of this many tasks at most (failed ones first).
-MAX_EXIT_CODES = 100
-# The task fields a watcher lists for a completed job.
-TASK_END_SELECT = "id,state,executionInfo"
-
-
-@dataclass(frozen=True)
-class TaskEnd:
-    """A task of a completed job, as List Tasks gives it: how it ended (None where it never ran)."""
-
-    id: str
-    state: str
-    exit_code: int | None = None
-    result: str | None = None
-
-    @property
-    def succeeded(self) -> bool:
-        return self.state == "completed" and self.result == "success"
-
-
-def task_end_of(entry: Mapping[str, Any]) -> TaskEnd:
-    """One entry of List Tasks (plain JSON, ``TASK_END_SELECT``)."""
-    info = entry.get("executionInfo") or {}
-    code = info.get("exitCode")
-    return TaskEnd(
-        id=str(entry["id"]),
-        state=str(entry.get("state") or ""),
-        exit_code=int(code) if isinstance(code, int) else None,
-        result=str(info["result"]) if info.get("result") else None,
-    )
+from airflow_provider_azbatch.model.outcomes import MAX_EXIT_CODES, TaskEnd
+from airflow_provider_azbatch.model.records import JobChange
 
 
 def outcome_of(tasks: Sequence[TaskEnd]) -> str:

@@ -3,14 +3,14 @@
 Airflow normalizes such URIs with :func:`sanitize_uri`, hooks create assets with :func:`create_asset`, and the
 OpenLineage provider turns an asset into a dataset with :func:`convert_asset_to_openlineage` (what it does with the
 assets hooks report, and with those an operator without lineage of its own lists as inlets or outlets). The names
-are :mod:`airflow_provider_azbatch.lineage.naming`'s.
+are :mod:`airflow_provider_azbatch.hooks.dataset_names`'s.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_azbatch.lineage.naming import SCHEMES, blob_dataset, dataset_of_uri
+from airflow_provider_azbatch.hooks.dataset_names import SCHEMES, blob_dataset, dataset_of_uri
 
 if TYPE_CHECKING:
     from urllib.parse import SplitResult

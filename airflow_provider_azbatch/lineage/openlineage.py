@@ -3,9 +3,10 @@
 
 Only those calls import this module, and only the OpenLineage provider makes them: without it nothing here is
 imported. Inputs and outputs are the run's Blob data (:mod:`~airflow_provider_azbatch.lineage.run_facts`, named as
-:mod:`~airflow_provider_azbatch.lineage.naming` says); the run facet ``azureBatchJob`` is the Batch job (account, job,
-pool, VM size, nodes, cost estimate, exit codes); a failed run carries the failure report as its ``errorMessage``; a
-TaskFlow function's source is the job's ``sourceCode`` facet (unless ``[openlineage] disable_source_code``).
+:mod:`~airflow_provider_azbatch.hooks.dataset_names` says); the run facet ``azureBatchJob`` is the Batch job
+(account, job, pool, VM size, nodes, cost estimate, exit codes); a failed run carries the failure report as its
+``errorMessage``; a TaskFlow function's source is the job's ``sourceCode`` facet (unless ``[openlineage]
+disable_source_code``).
 """
 
 from __future__ import annotations

@@ -14,8 +14,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from airflow_provider_azbatch.lineage.naming import DatasetName, blob_dataset, url_dataset
-from airflow_provider_azbatch.submission.blob_io import InputSpec, OutputSpec
+from airflow_provider_azbatch.hooks.dataset_names import DatasetName, blob_dataset, url_dataset
+from airflow_provider_azbatch.specs.blob_io import InputSpec, OutputSpec
 from airflow_provider_azbatch.submission.job import RESULT_FILES_DIR
 
 log = logging.getLogger(__name__)

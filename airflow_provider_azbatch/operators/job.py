@@ -31,19 +31,19 @@ from airflow_provider_azbatch.lineage.parent import parent_environment
 from airflow_provider_azbatch.links.job import LINK_XCOM_KEY, AzureBatchJobLink, link_data
 from airflow_provider_azbatch.pools.strategy import BatchPool
 from airflow_provider_azbatch.runs import Expectations, JobRun, RunResult, RunSettings, TaskInstanceRef, event_in_full
-from airflow_provider_azbatch.submission import validation as check
-from airflow_provider_azbatch.submission.identity import RunAs
-from airflow_provider_azbatch.submission.job_side_tasks import JobSideTask
-from airflow_provider_azbatch.submission.options import BlobOptions, ContainerOptions, FanOut, merge
+from airflow_provider_azbatch.specs import validation
+from airflow_provider_azbatch.specs.identity import RunAs
+from airflow_provider_azbatch.specs.job_side_tasks import JobSideTask
+from airflow_provider_azbatch.specs.options import BlobOptions, ContainerOptions, FanOut, merge
+from airflow_provider_azbatch.specs.sdk_fields import as_rest
+from airflow_provider_azbatch.specs.tasks import TaskSpec
+from airflow_provider_azbatch.specs.workspace import Workspace
 from airflow_provider_azbatch.submission.reattach import remember_job, remembered_job
 from airflow_provider_azbatch.submission.request import JobRequest
-from airflow_provider_azbatch.submission.sdk_fields import as_rest
-from airflow_provider_azbatch.submission.tasks import TaskSpec
 from airflow_provider_azbatch.triggers.job import CHECKPOINT_KEY
 from airflow_provider_azbatch.triggers.wait import AzureBatchWaitTrigger
 from airflow_provider_azbatch.watching.core import JobWatcher
 from airflow_provider_azbatch.watching.outages import DEFAULT_MAX_OUTAGE_SECONDS
-from airflow_provider_azbatch.workspace.spec import Workspace
 from airflow_provider_azbatch.workspace.staged_files import FileForTasks
 
 if TYPE_CHECKING:
@@ -88,11 +88,11 @@ def _refuse_unknown_arguments(cls: type, kwargs: Mapping[str, Any]) -> None:
     if unknown:
         what = getattr(cls, "custom_operator_name", None) or cls.__name__
         name = unknown[0]
-        near = check.suggestion(name, known, cutoff=0.7)
+        near = validation.suggestion(name, known, cutoff=0.7)
         # The decorator's class is private: its parameters are the operator's.
         documented = cls.__name__ if not cls.__name__.startswith("_") else "AzureBatchJobOperator"
         hint = f": did you mean {near!r}?" if near is not None else f" (see help({documented}) for its parameters)"
-        raise check.fail(name, f"is not a parameter of {what}{hint}")
+        raise validation.fail(name, f"is not a parameter of {what}{hint}")
 
 
 class AzureBatchJobOperator(BaseOperator):
@@ -101,12 +101,12 @@ class AzureBatchJobOperator(BaseOperator):
     What to run (one of):
 
     :param command: one task: the shell command it runs (``/bin/sh -c`` on Linux nodes).
-    :param tasks: several tasks, each a mapping (or :class:`~airflow_provider_azbatch.submission.tasks.TaskSpec`)
+    :param tasks: several tasks, each a mapping (or :class:`~airflow_provider_azbatch.specs.tasks.TaskSpec`)
         with ``id`` and ``command_line`` and optionally ``environment``, ``max_retries``, ``max_wall_clock``,
         ``depends_on``, ``required_slots``, ``display_name``, ``image``, ``num_nodes``,
         ``coordination_command``, ``inputs``, ``outputs``.
     :param fan_out: one task per item of a list: a
-        :class:`~airflow_provider_azbatch.submission.options.FanOut` (or the flat ``command_template``,
+        :class:`~airflow_provider_azbatch.specs.options.FanOut` (or the flat ``command_template``,
         ``parameters``, ``task_id_prefix``).
 
     Where it runs (one of):
@@ -130,9 +130,9 @@ class AzureBatchJobOperator(BaseOperator):
     :param max_parallel_tasks: most tasks of the job running at once.
     :param num_nodes: with ``command``: run it as a multi-node task on this many nodes.
     :param coordination_command: with ``num_nodes``: what every node runs first.
-    :param containers: a :class:`~airflow_provider_azbatch.submission.options.ContainerOptions` (or the flat
+    :param containers: a :class:`~airflow_provider_azbatch.specs.options.ContainerOptions` (or the flat
         ``image``, ``registry_conn_id``, ``container_run_options``, ``container_working_directory``).
-    :param blob: a :class:`~airflow_provider_azbatch.submission.options.BlobOptions` (or the flat ``inputs``,
+    :param blob: a :class:`~airflow_provider_azbatch.specs.options.BlobOptions` (or the flat ``inputs``,
         ``outputs``, ``output_container``, ``upload_logs``, ``logs_prefix``, ``output_identity``).
     :param workspace: a local directory (absolute, or relative to the DAG file), or a
         :class:`~airflow_provider_azbatch.workspace.Workspace`: packed (ignore rules, size limit), staged in
@@ -141,11 +141,11 @@ class AzureBatchJobOperator(BaseOperator):
     :param priority: the job's priority, -1000 to 1000 (the service's default 0): on a busy pool, a higher
         priority job's tasks start before a lower one's.
     :param run_as: who the tasks run as: ``"admin"``, ``"nonadmin"`` (the pool's automatic user), or a
-        :class:`~airflow_provider_azbatch.submission.identity.RunAs` (task scope, or a pool's named user); a
+        :class:`~airflow_provider_azbatch.specs.identity.RunAs` (task scope, or a pool's named user); a
         task's own ``run_as`` wins.
     :param job_overrides: Batch REST job fields (camelCase, or an SDK model) merged over the job the operator
         builds, checked against azure-batch's ``BatchJobCreateOptions`` (see
-        :mod:`airflow_provider_azbatch.submission.overrides`).
+        :mod:`airflow_provider_azbatch.specs.overrides`).
     :param task_overrides: Batch REST task fields merged over every task (a task's own ``overrides`` after them),
         checked against ``BatchTaskCreateOptions``.
 
@@ -170,11 +170,11 @@ class AzureBatchJobOperator(BaseOperator):
     :param exit_conditions: what exit codes do to the job and to dependents, for tasks without their own: a
         mapping of ``exit_codes``, ``exit_code_ranges``, ``pre_processing_error``, ``file_upload_error``,
         ``default`` to ``job_action`` / ``dependency_action`` (see
-        :mod:`~airflow_provider_azbatch.submission.exit_conditions`).
+        :mod:`~airflow_provider_azbatch.specs.exit_conditions`).
     :param skip_on_exit_code: an exit code or a list of them: a job whose only failures exited with one of them
         skips the Airflow task; a task's own ``skip_on_exit_code`` wins.
     :param job_preparation: a command (or a mapping, or a
-        :class:`~airflow_provider_azbatch.submission.job_side_tasks.JobSideTask`) run once per node before the
+        :class:`~airflow_provider_azbatch.specs.job_side_tasks.JobSideTask`) run once per node before the
         job's first task there; if it fails on every node, the wait ends naming it.
     :param job_release: a command (or a mapping) run after the job on each node that ran ``job_preparation``.
 
@@ -281,12 +281,12 @@ class AzureBatchJobOperator(BaseOperator):
         super().__init__(**kwargs)
         # Everything not templated is checked here, so a mistake fails the DAG file, not a run.
         if (pool_id is None) == (batch_pool is None):
-            raise check.fail(
+            raise validation.fail(
                 "pool_id",
                 "or batch_pool must be given, not both: an existing pool id, or BatchPool.existing/shared/auto",
             )
         if batch_pool is not None and not isinstance(batch_pool, BatchPool):
-            raise check.fail(
+            raise validation.fail(
                 "batch_pool", f"must be a BatchPool (existing, shared or auto), got {type(batch_pool).__name__}"
             )
         self.batch_pool = batch_pool
@@ -294,11 +294,13 @@ class AzureBatchJobOperator(BaseOperator):
         self.command = command
         self.tasks = tasks
         if fan_out is not None and (command_template is not None or parameters is not None):
-            raise check.fail("command_template", "is also set in fan_out: give fan_out or command_template, not both")
+            raise validation.fail(
+                "command_template", "is also set in fan_out: give fan_out or command_template, not both"
+            )
         if fan_out is None and command_template is not None:
             fan_out = FanOut(command_template, parameters if parameters is not None else [], task_id_prefix or "task")
         elif parameters is not None:
-            raise check.fail("parameters", "only go with command_template")
+            raise validation.fail("parameters", "only go with command_template")
         self.fan_out = fan_out
         self.containers: ContainerOptions = merge(
             "containers",
@@ -330,13 +332,15 @@ class AzureBatchJobOperator(BaseOperator):
         self.display_name = display_name
         self.environment = environment
         self.metadata = metadata
-        self.max_task_retries = check.retries(max_task_retries, "max_task_retries")
-        self.max_wall_clock = check.duration(max_wall_clock, "max_wall_clock")
-        self.job_max_wall_clock = check.duration(job_max_wall_clock, "job_max_wall_clock")
+        self.max_task_retries = validation.retries(max_task_retries, "max_task_retries")
+        self.max_wall_clock = validation.duration(max_wall_clock, "max_wall_clock")
+        self.job_max_wall_clock = validation.duration(job_max_wall_clock, "job_max_wall_clock")
         self.max_parallel_tasks = (
-            None if max_parallel_tasks is None else check.integer(max_parallel_tasks, "max_parallel_tasks", minimum=1)
+            None
+            if max_parallel_tasks is None
+            else validation.integer(max_parallel_tasks, "max_parallel_tasks", minimum=1)
         )
-        self.num_nodes = check.integer(num_nodes, "num_nodes", minimum=1)
+        self.num_nodes = validation.integer(num_nodes, "num_nodes", minimum=1)
         self.coordination_command = coordination_command
         self.priority = priority
         self.run_as = run_as
@@ -352,7 +356,7 @@ class AzureBatchJobOperator(BaseOperator):
         self.result_file = result_file
         self.deferrable = deferrable if deferrable is not None else _default_deferrable()
         if not isinstance(self.deferrable, bool):
-            raise check.fail("deferrable", f"must be True or False, got {self.deferrable!r}")
+            raise validation.fail("deferrable", f"must be True or False, got {self.deferrable!r}")
         self.run_settings = RunSettings.from_parameters(
             azbatch_conn_id=azbatch_conn_id,
             poll_interval=poll_interval,

@@ -13,16 +13,16 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_azbatch.model.records import STREAMS
 from airflow_provider_azbatch.operators.job import AzureBatchJobOperator
 from airflow_provider_azbatch.pools.strategy import BatchPool
 from airflow_provider_azbatch.runs import RunResult
-from airflow_provider_azbatch.submission import validation as check
+from airflow_provider_azbatch.specs import validation
+from airflow_provider_azbatch.specs.options import ContainerOptions
+from airflow_provider_azbatch.specs.workspace import Workspace
 from airflow_provider_azbatch.submission.job_ids import default_job_id
-from airflow_provider_azbatch.submission.options import ContainerOptions
 from airflow_provider_azbatch.submission.request import JobRequest, holds_template
 from airflow_provider_azbatch.watching.core import output_prefix
-from airflow_provider_azbatch.watching.state import STREAMS
-from airflow_provider_azbatch.workspace.spec import Workspace
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -68,18 +68,18 @@ class AzureBatchTorchXOperator(AzureBatchJobOperator):
     ) -> None:
         for name in _FROM_APP:
             if kwargs.get(name) not in (None, 1):
-                raise check.fail(name, "is the app's to say: the roles of the TorchX app are what runs")
+                raise validation.fail(name, "is the app's to say: the roles of the TorchX app are what runs")
         if (app is None) == (component is None):
-            raise check.fail("app", "or component must be given, not both: an AppDef, or a component name")
+            raise validation.fail("app", "or component must be given, not both: an AppDef, or a component name")
         self._pool_from_app = pool_id is None and batch_pool is None
         self._fail_fast_given = kwargs.get("fail_fast") is not None
         # Stands in until the app is mapped: the pool comes from the roles' resources.
         placeholder = BatchPool.auto({}) if self._pool_from_app else batch_pool
         super().__init__(pool_id=pool_id, batch_pool=placeholder, **kwargs)
         self.app = app
-        self.component = check.text(component, "component")
+        self.component = validation.text(component, "component")
         if isinstance(component_args, str) or not isinstance(component_args, Sequence):
-            raise check.fail("component_args", f"must be a list of arguments, got {component_args!r}")
+            raise validation.fail("component_args", f"must be a list of arguments, got {component_args!r}")
         self.component_args = list(component_args)
         self.app_options = dict(app_options or {})
         self._context: Context | None = None
@@ -92,7 +92,7 @@ class AzureBatchTorchXOperator(AzureBatchJobOperator):
 
         unknown = sorted(set(self.app_options) - {name for name, _ in AzureBatchOpts.as_runopts()})
         if unknown:
-            raise check.fail(
+            raise validation.fail(
                 "app_options", f"has unknown option(s) {', '.join(unknown)}: see `torchx runopts azure_batch`"
             )
         resolved = AzureBatchOpts.as_runopts().resolve(self.app_options)
@@ -207,7 +207,7 @@ def _containers(own: ContainerOptions, app: ContainerOptions) -> ContainerOption
     """The operator's container options with the app's: its roles' mounts (run options) and ``registry_conn_id``
     of ``app_options``; the operator's own image, run options and working directory stay."""
     if own.registry_conn_id and app.registry_conn_id and own.registry_conn_id != app.registry_conn_id:
-        raise check.fail(
+        raise validation.fail(
             "registry_conn_id",
             f"is '{own.registry_conn_id}', and app_options registry_conn_id is '{app.registry_conn_id}': give one",
         )
@@ -220,7 +220,7 @@ def _containers(own: ContainerOptions, app: ContainerOptions) -> ContainerOption
 def _side_task(name: str, own: Any, app: Any) -> Any:
     """The app's job preparation or release task (which keeps the replicas' output), or the operator's: not both."""
     if own is not None and app is not None:
-        raise check.fail(
+        raise validation.fail(
             name,
             "cannot be given to a TorchX app whose replicas' output is kept: the app's job uses it to upload the "
             "output of its replicas other than 0 (give the app no log_container, or drop this parameter)",

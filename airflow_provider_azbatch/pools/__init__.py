@@ -9,7 +9,7 @@ from airflow_provider_azbatch.pools.spot import SpotFallback
 from airflow_provider_azbatch.pools.start_task import StartTask
 from airflow_provider_azbatch.pools.strategy import BatchPool
 from airflow_provider_azbatch.pools.users import PoolUser
-from airflow_provider_azbatch.submission.identity import RunAs
+from airflow_provider_azbatch.specs.identity import RunAs
 
 __all__ = [
     "BatchPool",

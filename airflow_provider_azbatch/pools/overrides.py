@@ -1,4 +1,4 @@
-"""What ``pool_overrides`` of a pool the provider creates may hold (see ``submission/overrides.py``).
+"""What ``pool_overrides`` of a pool the provider creates may hold (see ``specs/overrides.py``).
 
 Fields with a parameter of their own are refused with that parameter's name; the rest of the pool model (security
 profile, OS disk, extensions, node placement, upgrade policy, endpoint configuration, resize timeout, ...) merges
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from azure.batch import models as batch_models
 
-from airflow_provider_azbatch.submission.overrides import OverrideSchema, Owned
+from airflow_provider_azbatch.specs.overrides import OverrideSchema, Owned
 
 _POOL_OWNED = {
     "id": Owned("the pool id", "BatchPool.shared(pool_id)"),

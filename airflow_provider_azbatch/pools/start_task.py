@@ -14,9 +14,9 @@ from typing import Any
 
 from airflow_provider_azbatch.exceptions import AzureBatchValidationError
 from airflow_provider_azbatch.pools.errors import PoolStrategyError
-from airflow_provider_azbatch.submission import validation as check
-from airflow_provider_azbatch.submission.identity import RunAs
-from airflow_provider_azbatch.submission.shell import shell_command
+from airflow_provider_azbatch.specs import validation
+from airflow_provider_azbatch.specs.identity import RunAs
+from airflow_provider_azbatch.specs.shell import shell_command
 
 
 @dataclass(frozen=True)
@@ -39,10 +39,10 @@ class StartTask:
 
     def __post_init__(self) -> None:
         try:
-            check.command_line(self.command, "start_task.command")
+            validation.command_line(self.command, "start_task.command")
             run_as = RunAs.parse(self.run_as, "start_task.run_as")
-            object.__setattr__(self, "environment", check.environment(self.environment, "start_task.environment"))
-            check.retries(self.max_retries, "start_task.max_retries")
+            object.__setattr__(self, "environment", validation.environment(self.environment, "start_task.environment"))
+            validation.retries(self.max_retries, "start_task.max_retries")
         except AzureBatchValidationError as exc:
             raise PoolStrategyError(str(exc)) from None
         object.__setattr__(self, "run_as", run_as)

@@ -39,10 +39,10 @@ from airflow_provider_azbatch.pools.overrides import AUTO_POOL_OVERRIDES, SHARED
 from airflow_provider_azbatch.pools.spot import SpotFallback, check_spot_overrides
 from airflow_provider_azbatch.pools.start_task import StartTask
 from airflow_provider_azbatch.pools.users import PoolUser
-from airflow_provider_azbatch.submission.identity import RunAs
-from airflow_provider_azbatch.submission.overrides import OverrideSchema, deep_merge, find_keys
-from airflow_provider_azbatch.submission.validation import did_you_mean
-from airflow_provider_azbatch.submission.validation import image as check_image
+from airflow_provider_azbatch.specs.identity import RunAs
+from airflow_provider_azbatch.specs.overrides import OverrideSchema, deep_merge, find_keys
+from airflow_provider_azbatch.specs.validation import did_you_mean
+from airflow_provider_azbatch.specs.validation import image as check_image
 
 __all__ = ["WINDOWS_REFUSED", "BatchPool", "PoolSecrets", "PoolStrategyError"]
 

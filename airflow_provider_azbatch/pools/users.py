@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_provider_azbatch.pools.errors import PoolStrategyError
-from airflow_provider_azbatch.submission.identity import MAX_USER_NAME
+from airflow_provider_azbatch.specs.identity import MAX_USER_NAME
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from airflow_provider_azbatch.cli.check import check_command
+    from airflow_provider_azbatch.preflight.command import check_command
 
     try:
         check_command(args)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_provider_azbatch.pools.errors import PoolStrategyError
-from airflow_provider_azbatch.pools.preparation import task_images
+from airflow_provider_azbatch.pools.ready import task_images
 from airflow_provider_azbatch.pools.strategy import BatchPool
 from airflow_provider_azbatch.submission.request import JobRequest, holds_template
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from airflow_provider_azbatch.compute import VmCatalog
 from airflow_provider_azbatch.compute.errors import UnknownVmSizeError
-from airflow_provider_azbatch.results.outcomes import TaskOutcome
+from airflow_provider_azbatch.model.outcomes import TaskOutcome
 
 
 @dataclass(frozen=True)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from airflow_provider_azbatch.results.outcomes import JobOutcomes, TaskOutcome
+from airflow_provider_azbatch.model.outcomes import JobOutcomes, TaskOutcome
+from airflow_provider_azbatch.model.records import STDERR, FileEnd
 from airflow_provider_azbatch.watching.blocking import NAMED_TASKS, Blocked
 from airflow_provider_azbatch.watching.calls import Call, Step
-from airflow_provider_azbatch.watching.state import STDERR, FileEnd
 
 # Failed tasks quoted (with their stderr) in the error message.
 MAX_FAILURES_QUOTED = 5

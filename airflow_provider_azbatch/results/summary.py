@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from airflow_provider_azbatch.results.outcomes import JobOutcomes, TaskOutcome
+from airflow_provider_azbatch.model.outcomes import JobOutcomes, TaskOutcome
 
 # A job with more tasks than this gets counts (and its unsuccessful tasks) instead of a row per task.
 MAX_SUMMARY_ROWS = 50

@@ -11,9 +11,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from airflow_provider_azbatch.model.records import FileEnd
 from airflow_provider_azbatch.submission.job import RESULT_FILES_DIR
 from airflow_provider_azbatch.watching.calls import Call, Step
-from airflow_provider_azbatch.watching.state import FileEnd
 
 # The working directory of a task, as the task file API names it.
 WORKING_DIR = "wd"

@@ -21,13 +21,12 @@ from airflow_provider_azbatch.compat import AirflowException, AirflowTaskTimeout
 from airflow_provider_azbatch.exceptions import AzureBatchValidationError, QuotaReachedError
 from airflow_provider_azbatch.hooks.batch import AzureBatchHook
 from airflow_provider_azbatch.hooks.errors import describe_error, is_auth_failure
-from airflow_provider_azbatch.pools.health import PoolProblem
 from airflow_provider_azbatch.results.failure_report import BLOCKED_REASONS
 from airflow_provider_azbatch.runs.forensics import KeptLogs, keep_node_logs
+from airflow_provider_azbatch.runs.pre_submit import TaskInstanceRef, build_submission
 from airflow_provider_azbatch.runs.results import Expectations, RunResult, collect_result
 from airflow_provider_azbatch.runs.settings import RunSettings
 from airflow_provider_azbatch.runs.spot_fallback import fall_back
-from airflow_provider_azbatch.runs.submission import TaskInstanceRef, build_submission
 from airflow_provider_azbatch.submission.job import JobSubmission
 from airflow_provider_azbatch.submission.reattach import Attachment, submit_or_reattach
 from airflow_provider_azbatch.submission.request import JobRequest
@@ -37,6 +36,7 @@ from airflow_provider_azbatch.watching.drivers import run_sync
 from airflow_provider_azbatch.watching.factory import configured_watcher
 from airflow_provider_azbatch.watching.outages import OutagePolicy, WaitFailed
 from airflow_provider_azbatch.watching.output_log import log_emitter, show_event_lines
+from airflow_provider_azbatch.watching.pool_health import PoolProblem
 from airflow_provider_azbatch.watching.preemption import SpotFallbackDue
 from airflow_provider_azbatch.watching.state import WatchState
 

@@ -13,6 +13,8 @@ from airflow_provider_azbatch import config
 from airflow_provider_azbatch.compute import load_catalog
 from airflow_provider_azbatch.enums import enum_value
 from airflow_provider_azbatch.hooks.errors import describe_error
+from airflow_provider_azbatch.model.outcomes import JobOutcomes
+from airflow_provider_azbatch.model.records import TERMINAL_JOB_STATES
 from airflow_provider_azbatch.results.cost import (
     CostReport,
     IdlePool,
@@ -24,18 +26,17 @@ from airflow_provider_azbatch.results.cost import (
     shared_pool_cost,
 )
 from airflow_provider_azbatch.results.failure_report import failure_report, side_task_failures
-from airflow_provider_azbatch.results.outcomes import JobOutcomes
 from airflow_provider_azbatch.results.preemptions import PreemptionReport
 from airflow_provider_azbatch.results.summary import summary_lines
 from airflow_provider_azbatch.results.task_results import ResultFileError, read_results
+from airflow_provider_azbatch.specs.workspace import METADATA_KEY as WORKSPACE_METADATA_KEY
+from airflow_provider_azbatch.specs.workspace import STAGED_METADATA_KEY
 from airflow_provider_azbatch.submission.request import JobRequest
 from airflow_provider_azbatch.watching import idle_time
 from airflow_provider_azbatch.watching.core import JobWatcher
 from airflow_provider_azbatch.watching.drivers import run_sync
 from airflow_provider_azbatch.watching.preemption import requeues
-from airflow_provider_azbatch.watching.state import TERMINAL_JOB_STATES, WatchState
-from airflow_provider_azbatch.workspace.spec import METADATA_KEY as WORKSPACE_METADATA_KEY
-from airflow_provider_azbatch.workspace.spec import STAGED_METADATA_KEY
+from airflow_provider_azbatch.watching.state import WatchState
 
 # Failed tasks named in the reason of a skip.
 NAMED_SKIPPED = 5

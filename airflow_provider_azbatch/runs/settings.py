@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from airflow_provider_azbatch import config
-from airflow_provider_azbatch.submission import validation as check
+from airflow_provider_azbatch.specs import validation
 from airflow_provider_azbatch.watching.outages import DEFAULT_MAX_OUTAGE_SECONDS
 
 ON_FINISH_ACTIONS = ("keep_job", "delete_job", "delete_succeeded_job")
@@ -41,34 +41,34 @@ class RunSettings:
         operator: str = "AzureBatchJobOperator",
     ) -> RunSettings:
         if on_finish_action not in ON_FINISH_ACTIONS:
-            raise check.fail(
+            raise validation.fail(
                 "on_finish_action", f"must be one of {', '.join(ON_FINISH_ACTIONS)}, got {on_finish_action!r}"
             )
         stream = stream_output if stream_output is not None else config.get_bool("stream_task_output")
         for name, value in (("stream_output", stream), ("force_new_job", force_new_job)):
             if not isinstance(value, bool):
-                raise check.fail(name, f"must be True or False, got {value!r}")
+                raise validation.fail(name, f"must be True or False, got {value!r}")
         return cls(
-            azbatch_conn_id=check.text(azbatch_conn_id, "azbatch_conn_id") or config.get_str("default_conn_id"),
-            poll_interval=check.number(
+            azbatch_conn_id=validation.text(azbatch_conn_id, "azbatch_conn_id") or config.get_str("default_conn_id"),
+            poll_interval=validation.number(
                 poll_interval if poll_interval is not None else config.get_float("poll_interval"),
                 "poll_interval",
                 maximum=3600,
             ),
             stream_output=stream,
-            max_streamed_tasks=check.integer(
+            max_streamed_tasks=validation.integer(
                 max_streamed_tasks if max_streamed_tasks is not None else config.get_int("max_streamed_tasks"),
                 "max_streamed_tasks",
                 minimum=0,
                 maximum=1000,
             ),
-            failure_tail_lines=check.integer(
+            failure_tail_lines=validation.integer(
                 failure_tail_lines if failure_tail_lines is not None else config.get_int("failure_tail_lines"),
                 "failure_tail_lines",
                 minimum=0,
                 maximum=10000,
             ),
-            max_outage=check.number(max_outage, "max_outage"),
+            max_outage=validation.number(max_outage, "max_outage"),
             on_finish_action=on_finish_action,
             force_new_job=force_new_job,
             operator=operator,

@@ -22,9 +22,9 @@ from datetime import datetime, timezone
 from typing import Any
 
 from airflow_provider_azbatch.compute.autoscale import autoscale_formula
-from airflow_provider_azbatch.runs.submission import prepare_request_pool
-from airflow_provider_azbatch.submission.prepare import registry_credentials
+from airflow_provider_azbatch.runs.pre_submit import prepare_request_pool
 from airflow_provider_azbatch.submission.request import JobRequest
+from airflow_provider_azbatch.submission.task_extras import registry_credentials
 from airflow_provider_azbatch.watching.state import WatchState
 
 

@@ -19,7 +19,7 @@ from airflow_provider_azbatch.compat import AirflowException
 from airflow_provider_azbatch.hooks.batch import AzureBatchHook
 from airflow_provider_azbatch.hooks.storage import LogLocation
 from airflow_provider_azbatch.runs import JobRun, RunSettings, event_in_full
-from airflow_provider_azbatch.submission import validation as check
+from airflow_provider_azbatch.specs import validation
 from airflow_provider_azbatch.watching.core import JobWatcher
 from airflow_provider_azbatch.watching.drivers import run_sync
 from airflow_provider_azbatch.watching.outages import DEFAULT_MAX_OUTAGE_SECONDS
@@ -79,7 +79,7 @@ class AzureBatchJobSensor(BaseSensorOperator):
             deferrable if deferrable is not None else conf.getboolean("operators", "default_deferrable", fallback=False)
         )
         if stream_output and self.mode == "reschedule":
-            raise check.fail(
+            raise validation.fail(
                 "stream_output",
                 "needs the sensor to keep its place between pokes: use mode='poke' or deferrable=True with it, "
                 "not mode='reschedule'",

@@ -1,6 +1,10 @@
-"""From operator parameters to a submitted job: validation, task specs, options, and idempotent submission."""
+"""From operator parameters to a submitted job: the job and task requests, preparation, idempotent submission.
 
-from airflow_provider_azbatch.submission.options import BlobOptions, ContainerOptions, FanOut
-from airflow_provider_azbatch.submission.tasks import TaskSpec
+The values a user declares (task specs, options) are in :mod:`airflow_provider_azbatch.specs`; they are named here
+too, where earlier releases had them.
+"""
+
+from airflow_provider_azbatch.specs.options import BlobOptions, ContainerOptions, FanOut
+from airflow_provider_azbatch.specs.tasks import TaskSpec
 
 __all__ = ["BlobOptions", "ContainerOptions", "FanOut", "TaskSpec"]

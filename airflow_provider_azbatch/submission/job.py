@@ -10,18 +10,17 @@ from typing import Any
 from azure.batch import models as batch_models
 
 from airflow_provider_azbatch.hooks.storage import LogLocation
-from airflow_provider_azbatch.submission import exit_conditions
-from airflow_provider_azbatch.submission import validation as check
-from airflow_provider_azbatch.submission.blob_io import InputSpec, OutputSpec
-from airflow_provider_azbatch.submission.container_runtime import join_options
-from airflow_provider_azbatch.submission.containers import RegistryCredentials, container_settings
-from airflow_provider_azbatch.submission.exit_conditions import ExitConditions
-from airflow_provider_azbatch.submission.identity import RunAs
-from airflow_provider_azbatch.submission.job_side_tasks import JobSideTask
-from airflow_provider_azbatch.submission.overrides import apply_overrides
-from airflow_provider_azbatch.submission.shell import shell_command
-from airflow_provider_azbatch.submission.tasks import DEFAULT_COORDINATION_COMMAND, TaskSpec
-from airflow_provider_azbatch.submission.validation import MAX_COMMAND_BYTES
+from airflow_provider_azbatch.specs import exit_conditions, validation
+from airflow_provider_azbatch.specs.blob_io import InputSpec, OutputSpec
+from airflow_provider_azbatch.specs.container_runtime import join_options
+from airflow_provider_azbatch.specs.containers import RegistryCredentials, container_settings
+from airflow_provider_azbatch.specs.exit_conditions import ExitConditions
+from airflow_provider_azbatch.specs.identity import RunAs
+from airflow_provider_azbatch.specs.job_side_tasks import JobSideTask
+from airflow_provider_azbatch.specs.overrides import apply_overrides
+from airflow_provider_azbatch.specs.shell import shell_command
+from airflow_provider_azbatch.specs.tasks import DEFAULT_COORDINATION_COMMAND, TaskSpec
+from airflow_provider_azbatch.specs.validation import MAX_COMMAND_BYTES
 from airflow_provider_azbatch.workspace.delivery import StagedWorkspace
 from airflow_provider_azbatch.workspace.staged_files import StagedFile
 
@@ -35,7 +34,7 @@ def _command_line(task_id: str, field_name: str, script: str) -> str:
     command = shell_command(script)
     size = len(command.encode("utf-8"))
     if size > MAX_COMMAND_BYTES:
-        raise check.fail(
+        raise validation.fail(
             f"task {task_id!r} {field_name}",
             f"is {size} bytes long as sent (with its shell and workspace set-up); a node runs at most "
             f"{MAX_COMMAND_BYTES} bytes as one command: stage long scripts as a file (workspace=) and run that",

@@ -16,18 +16,18 @@ from typing import Any
 from airflow_provider_azbatch.compute import ComputeSpecError, named_vm_size, select_vm_size
 from airflow_provider_azbatch.hooks.storage import LogLocation
 from airflow_provider_azbatch.pools.strategy import IDENTITY_REFUSED, BatchPool
-from airflow_provider_azbatch.submission import validation as check
-from airflow_provider_azbatch.submission.blob_io import InputSpec, OutputSpec, parse_inputs, parse_outputs
-from airflow_provider_azbatch.submission.container_runtime import ContainerRuntimeError, check_infiniband
-from airflow_provider_azbatch.submission.exit_conditions import ExitConditions, skip_codes
-from airflow_provider_azbatch.submission.identity import RunAs
+from airflow_provider_azbatch.specs import validation
+from airflow_provider_azbatch.specs.blob_io import InputSpec, OutputSpec, parse_inputs, parse_outputs
+from airflow_provider_azbatch.specs.container_runtime import ContainerRuntimeError, check_infiniband
+from airflow_provider_azbatch.specs.exit_conditions import ExitConditions, skip_codes
+from airflow_provider_azbatch.specs.identity import RunAs
+from airflow_provider_azbatch.specs.job_side_tasks import PREPARATION, RELEASE, JobSideTask
+from airflow_provider_azbatch.specs.options import BlobOptions, ContainerOptions, FanOut
+from airflow_provider_azbatch.specs.overrides import JOB_OVERRIDES, TASK_OVERRIDES, find_keys
+from airflow_provider_azbatch.specs.tasks import TaskSpec, parse_tasks
+from airflow_provider_azbatch.specs.workspace import METADATA_KEY as WORKSPACE_METADATA_KEY
+from airflow_provider_azbatch.specs.workspace import STAGED_METADATA_KEY, Workspace
 from airflow_provider_azbatch.submission.job_ids import TASK_INSTANCE_KEYS
-from airflow_provider_azbatch.submission.job_side_tasks import PREPARATION, RELEASE, JobSideTask
-from airflow_provider_azbatch.submission.options import BlobOptions, ContainerOptions, FanOut
-from airflow_provider_azbatch.submission.overrides import JOB_OVERRIDES, TASK_OVERRIDES, find_keys
-from airflow_provider_azbatch.submission.tasks import TaskSpec, parse_tasks
-from airflow_provider_azbatch.workspace.spec import METADATA_KEY as WORKSPACE_METADATA_KEY
-from airflow_provider_azbatch.workspace.spec import STAGED_METADATA_KEY, Workspace
 from airflow_provider_azbatch.workspace.staged_files import FileForTasks
 
 # Batch job priorities run from -1000 (lowest) to 1000; the service's default is 0.
@@ -129,20 +129,22 @@ class JobRequest:
         if ready(self.workspace):
             checked.workspace = Workspace.parse(self.workspace, "workspace")
         if self.job_id is not None and ready(self.job_id):
-            check.batch_id(self.job_id, "job_id", "Batch job id")
+            validation.batch_id(self.job_id, "job_id", "Batch job id")
         if ready(self.environment):
-            checked.environment = check.environment(self.environment, "environment")
+            checked.environment = validation.environment(self.environment, "environment")
         if ready(self.metadata):
-            checked.metadata = check.metadata(self.metadata, "metadata")
+            checked.metadata = validation.metadata(self.metadata, "metadata")
             for reserved in RESERVED_METADATA:
                 if reserved in checked.metadata:
-                    raise check.fail(f"metadata[{reserved!r}]", "is set by the operator itself: use another name")
+                    raise validation.fail(f"metadata[{reserved!r}]", "is set by the operator itself: use another name")
         if ready(self.display_name):
-            checked.display_name = check.text(self.display_name, "display_name", max_chars=check.MAX_DISPLAY_NAME)
+            checked.display_name = validation.text(
+                self.display_name, "display_name", max_chars=validation.MAX_DISPLAY_NAME
+            )
         if self.pool.kind == "existing" and ready(self.pool.pool_id):
-            check.batch_id(self.pool.pool_id, "pool_id", "Batch pool id")
+            validation.batch_id(self.pool.pool_id, "pool_id", "Batch pool id")
         if not isinstance(self.fail_fast, bool):
-            raise check.fail("fail_fast", f"must be True or False, got {self.fail_fast!r}")
+            raise validation.fail("fail_fast", f"must be True or False, got {self.fail_fast!r}")
         checked.exit_conditions = ExitConditions.parse(self.exit_conditions, "exit_conditions")
         checked.skip_on_exit_code = skip_codes(self.skip_on_exit_code, "skip_on_exit_code")
         if ready(self.job_preparation):
@@ -150,12 +152,12 @@ class JobRequest:
         if ready(self.job_release):
             checked.job_release = JobSideTask.parse(self.job_release, RELEASE, "job_release")
         if self.job_release is not None and self.job_preparation is None:
-            raise check.fail("job_release", "needs job_preparation: Batch runs a release task only with one")
-        check.relative_path(self.result_file, "result_file")
+            raise validation.fail("job_release", "needs job_preparation: Batch runs a release task only with one")
+        validation.relative_path(self.result_file, "result_file")
         if checked.specs and self.names_result_files():
             with_results = sum(1 for spec in checked.specs if spec.result_file or self.result_file)
             if with_results > MAX_RESULT_FILES:
-                raise check.fail(
+                raise validation.fail(
                     "result_file",
                     f"is read back for {with_results} tasks; at most {MAX_RESULT_FILES} tasks' result files fit "
                     "in XCom: write results to Blob (outputs=) and reduce them in a task of their own",
@@ -185,7 +187,7 @@ class JobRequest:
             return  # the pool's own check names it
         except ContainerRuntimeError as exc:
             name = "infiniband" if self.option_names.get("containers") is not None else "containers.infiniband"
-            raise check.fail(name, f"{exc} (the BatchPool's vm_size=)") from None
+            raise validation.fail(name, f"{exc} (the BatchPool's vm_size=)") from None
 
     def _check_identities(self, checked: CheckedRequest) -> None:
         """What a pool the provider creates cannot do: managed identities, users it does not define."""
@@ -193,12 +195,12 @@ class JobRequest:
             return
         if self.blob.output_identity and not holds_template(self.blob.output_identity):
             name = "output_identity" if self.option_names.get("blob") is not None else "blob.output_identity"
-            raise check.fail(name, IDENTITY_REFUSED)
+            raise validation.fail(name, IDENTITY_REFUSED)
         sources: list[tuple[str, Mapping[str, Any]]] = [("task_overrides", checked.task_overrides)]
         sources += [(f"tasks[{index}].overrides", spec.overrides) for index, spec in enumerate(checked.specs)]
         for where, overrides in sources:
             for path in find_keys(overrides, "identityReference"):
-                raise check.fail(f"{where}.{path}", IDENTITY_REFUSED)
+                raise validation.fail(f"{where}.{path}", IDENTITY_REFUSED)
         users = self.pool.user_names()
         identities = [("run_as", checked.run_as)]
         identities += [(f"tasks[{index}].run_as", spec.run_as) for index, spec in enumerate(checked.specs)]
@@ -209,7 +211,7 @@ class JobRequest:
         ]
         for where, identity in identities:
             if identity is not None and identity.user is not None and identity.user.lower() not in users:
-                raise check.fail(
+                raise validation.fail(
                     where,
                     f"names the user {identity.user!r}, which the pool does not define: add "
                     f"PoolUser({identity.user!r}) to the BatchPool's users",
@@ -219,7 +221,7 @@ class JobRequest:
         """A preparation or release task given through job_overrides adds to one given by its parameter."""
         for name, parameter in (("jobPreparationTask", "job_preparation"), ("jobReleaseTask", "job_release")):
             if name in checked.job_overrides and getattr(self, parameter) is None:
-                raise check.fail(
+                raise validation.fail(
                     f"job_overrides.{name}",
                     f"adds to the task {parameter} gives (its command, environment, inputs...): give {parameter}",
                 )
@@ -234,12 +236,12 @@ class JobRequest:
                 if "multiInstanceSettings" not in overrides:
                     continue
                 if spec.num_nodes == 1:
-                    raise check.fail(
+                    raise validation.fail(
                         f"{where}.multiInstanceSettings",
                         f"applies to tasks on several nodes, and task {spec.id!r} runs on one: set num_nodes",
                     )
                 if spec.workspace is not None or checked.workspace is not None:
-                    raise check.fail(
+                    raise validation.fail(
                         f"{where}.multiInstanceSettings",
                         f"is set by the provider for task {spec.id!r} (its workspace reaches every node through "
                         "commonResourceFiles): give the files as inputs, or drop the workspace",
@@ -258,7 +260,7 @@ class JobRequest:
     def specs(self) -> list[TaskSpec]:
         fan_out = self.fan_out
         if fan_out is not None and not isinstance(fan_out, FanOut):
-            raise check.fail("fan_out", f"must be a FanOut, got {type(fan_out).__name__} {fan_out!r}")
+            raise validation.fail("fan_out", f"must be a FanOut, got {type(fan_out).__name__} {fan_out!r}")
         return parse_tasks(
             self.command,
             self.tasks,
@@ -274,4 +276,4 @@ def priority(value: Any) -> int:
     """A job priority: a whole number from -1000 to 1000 (a template renders one to a string)."""
     if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
         value = int(value.strip())
-    return check.integer(value, "priority", minimum=MIN_PRIORITY, maximum=MAX_PRIORITY)
+    return validation.integer(value, "priority", minimum=MIN_PRIORITY, maximum=MAX_PRIORITY)

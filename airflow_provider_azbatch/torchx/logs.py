@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from airflow_provider_azbatch.model.records import STDERR, STDOUT
 from airflow_provider_azbatch.torchx.node import TIMES_FILE
 from airflow_provider_azbatch.torchx.records import Times, epoch, within
 from airflow_provider_azbatch.torchx.replicas import App, AppReader, Files, Replica, read_whole
-from airflow_provider_azbatch.watching.state import STDERR, STDOUT
 
 # Bytes per read request.
 CHUNK_BYTES = 4 * 1024 * 1024

@@ -51,8 +51,8 @@ from airflow_provider_azbatch.compute import (
 from airflow_provider_azbatch.exceptions import AzureBatchValidationError
 from airflow_provider_azbatch.hooks.storage import LogLocation
 from airflow_provider_azbatch.pools.strategy import BatchPool, PoolStrategyError
-from airflow_provider_azbatch.submission.blob_io import OutputSpec
-from airflow_provider_azbatch.submission.container_runtime import (
+from airflow_provider_azbatch.specs.blob_io import OutputSpec
+from airflow_provider_azbatch.specs.container_runtime import (
     HOST_IPC,
     INFINIBAND_ENVIRONMENT,
     ContainerRuntimeError,
@@ -63,10 +63,11 @@ from airflow_provider_azbatch.submission.container_runtime import (
     sets_shared_memory,
     shm_option,
 )
-from airflow_provider_azbatch.submission.job_side_tasks import PREPARATION, RELEASE, JobSideTask
-from airflow_provider_azbatch.submission.options import BlobOptions, ContainerOptions
+from airflow_provider_azbatch.specs.job_side_tasks import PREPARATION, RELEASE, JobSideTask
+from airflow_provider_azbatch.specs.options import BlobOptions, ContainerOptions
+from airflow_provider_azbatch.specs.validation import MAX_ID_LENGTH
+from airflow_provider_azbatch.specs.workspace import Workspace
 from airflow_provider_azbatch.submission.request import JobRequest
-from airflow_provider_azbatch.submission.validation import MAX_ID_LENGTH
 from airflow_provider_azbatch.torchx import node
 from airflow_provider_azbatch.torchx.names import (
     ALL_USERS,
@@ -80,7 +81,6 @@ from airflow_provider_azbatch.torchx.names import (
 )
 from airflow_provider_azbatch.torchx.node import RANK0_ENV
 from airflow_provider_azbatch.torchx.options import AzureBatchOpts, TorchXOptionError
-from airflow_provider_azbatch.workspace.spec import Workspace
 
 # Resource.capabilities the scheduler understands.
 CAPABILITIES = ("vm_size", "gpu_kind", "low_priority", "os_image", "infiniband")

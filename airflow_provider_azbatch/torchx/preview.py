@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from airflow_provider_azbatch.pools.preparation import task_images
+from airflow_provider_azbatch.pools.ready import task_images
+from airflow_provider_azbatch.specs.sdk_fields import as_rest
 from airflow_provider_azbatch.submission.job import JobSubmission
 from airflow_provider_azbatch.submission.request import JobRequest
-from airflow_provider_azbatch.submission.sdk_fields import as_rest
 
 
 def preview(request: JobRequest) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from torchx.specs import AppState
 
 from airflow_provider_azbatch.enums import enum_value
 from airflow_provider_azbatch.hooks.storage import LogLocation
+from airflow_provider_azbatch.model.records import TaskCounts
 from airflow_provider_azbatch.torchx.names import other_jobs_of, role_jobs_of
 from airflow_provider_azbatch.torchx.node import REPLICAS_DIR, STATUS_FILE
 from airflow_provider_azbatch.torchx.records import Record
@@ -36,7 +37,6 @@ from airflow_provider_azbatch.torchx.states import (
     replica_state,
     with_replicas,
 )
-from airflow_provider_azbatch.watching.state import TaskCounts
 
 JOB_SELECT = ["id", "state", "executionInfo", "metadata", "poolInfo"]
 TASK_SELECT = ["id", "state", "executionInfo", "nodeInfo", "containerSettings", "multiInstanceSettings"]

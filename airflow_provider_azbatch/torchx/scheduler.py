@@ -142,7 +142,7 @@ class AzureBatchScheduler(WorkspaceMixin[None], Scheduler[AzureBatchOpts]):
     def schedule(self, dryrun_info: AppDryRunInfo[AzureBatchJob, AzureBatchOpts]) -> str:
         from airflow_provider_azbatch.exceptions import AzureBatchValidationError
         from airflow_provider_azbatch.hooks.errors import describe_error, is_auth_failure
-        from airflow_provider_azbatch.runs.submission import build_submission
+        from airflow_provider_azbatch.runs.pre_submit import build_submission
         from airflow_provider_azbatch.submission.reattach import submit
 
         job = dryrun_info.request
@@ -275,8 +275,8 @@ class AzureBatchScheduler(WorkspaceMixin[None], Scheduler[AzureBatchOpts]):
 
     def _report(self, hook: AzureBatchHook, app: App) -> str:
         """The failure report the operator raises: which task failed, its exit code, the end of its stderr."""
+        from airflow_provider_azbatch.model.outcomes import JobOutcomes
         from airflow_provider_azbatch.results.failure_report import failure_report
-        from airflow_provider_azbatch.results.outcomes import JobOutcomes
         from airflow_provider_azbatch.watching.drivers import run_sync
 
         outcomes = JobOutcomes.collect(hook.list_task_outcomes(app.job_id))

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 from torchx.specs import AppState
 
+from airflow_provider_azbatch.model.records import TaskCounts
 from airflow_provider_azbatch.torchx.records import Record
-from airflow_provider_azbatch.watching.state import TaskCounts
 
 # Terminate reasons that mean someone stopped the app: torchx cancel, Batch's default for a user's terminate
 # request, and a killed Airflow task (runs/lifecycle.py).

@@ -58,10 +58,10 @@ from typing import Protocol
 from airflow_provider_azbatch import config
 from airflow_provider_azbatch.hooks.batch_async import AzureBatchAsyncHook
 from airflow_provider_azbatch.hooks.errors import describe_error, is_transient, retry_after_seconds
+from airflow_provider_azbatch.model.records import JobChange
 from airflow_provider_azbatch.retries import Backoff
 from airflow_provider_azbatch.triggers.output_reads import OutputReads, Reader
 from airflow_provider_azbatch.triggers.pool_pulse import PoolPulse
-from airflow_provider_azbatch.watching.state import JobChange
 
 log = logging.getLogger(__name__)
 
@@ -184,7 +184,7 @@ class ChangeListener(Protocol):
 
     ``select``: fields of a job it needs besides ``id``, ``state`` and ``stateTransitionTime`` (List Jobs
     ``$select`` names: top-level properties such as ``metadata``, ``executionInfo``, ``poolInfo``); each
-    :class:`~airflow_provider_azbatch.watching.state.JobChange` carries the entry as listed in ``fields``.
+    :class:`~airflow_provider_azbatch.model.records.JobChange` carries the entry as listed in ``fields``.
     ``interval``: how often it wants the account looked at (seconds; the view looks at the shortest interval
     any subscriber asked for). ``changes`` is called from the view's look, in the event loop: it must not
     block (hand work to a task of its own).

@@ -81,7 +81,7 @@ from airflow_provider_azbatch.compat import (
 from airflow_provider_azbatch.hooks.batch_async import AzureBatchAsyncHook
 from airflow_provider_azbatch.hooks.errors import describe_error
 from airflow_provider_azbatch.links.job import LINK_XCOM_KEY
-from airflow_provider_azbatch.pools.health import PoolProblem
+from airflow_provider_azbatch.model.records import TERMINAL_JOB_STATES, NodeTimes
 from airflow_provider_azbatch.triggers import account_view, kill
 from airflow_provider_azbatch.triggers.output_reads import Reader
 from airflow_provider_azbatch.triggers.pool_pulse import PoolPulse
@@ -90,8 +90,9 @@ from airflow_provider_azbatch.watching.core import Emit, JobWatcher
 from airflow_provider_azbatch.watching.drivers import run_async
 from airflow_provider_azbatch.watching.outages import DEFAULT_MAX_OUTAGE_SECONDS, OutagePolicy, WaitFailed
 from airflow_provider_azbatch.watching.output_log import log_emitter
+from airflow_provider_azbatch.watching.pool_health import PoolProblem
 from airflow_provider_azbatch.watching.preemption import SpotFallbackDue
-from airflow_provider_azbatch.watching.state import TERMINAL_JOB_STATES, NodeTimes, WatchState
+from airflow_provider_azbatch.watching.state import WatchState
 
 CHECKPOINT_KEY = "azbatch_watch_state"
 # Requests one trigger makes at once (the shared client's connection pool bounds all triggers together).

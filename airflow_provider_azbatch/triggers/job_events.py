@@ -33,8 +33,8 @@ from airflow_provider_azbatch.hooks.translate import wire_time_iso
 from airflow_provider_azbatch.job_events.cursor import Completions, Cursor
 from airflow_provider_azbatch.job_events.filters import JobFilter
 from airflow_provider_azbatch.job_events.outcome import job_event, outcome_of
+from airflow_provider_azbatch.model.records import JobChange
 from airflow_provider_azbatch.triggers import account_view
-from airflow_provider_azbatch.watching.state import JobChange
 
 # The fields of each listed job the filters and the event need (one ``$select`` with the view's own).
 LISTED_FIELDS = ("metadata", "executionInfo", "poolInfo")

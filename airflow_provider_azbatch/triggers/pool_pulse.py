@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
-from airflow_provider_azbatch.watching.state import NodeTimes
+from airflow_provider_azbatch.model.records import NodeTimes
 
 # How often a pool with quiet jobs has its nodes listed (at least the account view's interval).
 PULSE_SECONDS = 10.0

@@ -20,68 +20,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from airflow_provider_azbatch.watching.exit_options import applied_exit_options
+from airflow_provider_azbatch.model.records import ActiveTask, FailedTask, SideTaskRun
 
 # Blocked tasks named in the state (and so in messages); the rest are counted.
 NAMED_TASKS = 10
-
-
-@dataclass(frozen=True)
-class ActiveTask:
-    """An active task and what it depends on (ids; ranges of integer ids, both ends included)."""
-
-    id: str
-    depends_on: tuple[str, ...] = ()
-    depends_on_ranges: tuple[tuple[int, int], ...] = ()
-
-
-@dataclass(frozen=True)
-class FailedTask:
-    """A task that completed with a failure, and the exit conditions it was created with (REST shape)."""
-
-    id: str
-    exit_code: int | None = None
-    failure_code: str | None = None
-    exit_conditions: dict[str, Any] | None = None
-
-    @property
-    def blocks_dependents(self) -> bool:
-        applied = applied_exit_options(
-            self.exit_conditions, failed=True, exit_code=self.exit_code, failure_code=self.failure_code
-        )
-        return applied.dependency_action == "block"
-
-
-@dataclass(frozen=True)
-class SideTaskRun:
-    """One run of a job preparation or release task on one node (``list_preparation_status``)."""
-
-    kind: str  # "preparation" or "release"
-    node_id: str
-    state: str
-    result: str | None = None
-    exit_code: int | None = None
-    failure_code: str | None = None
-    failure_message: str | None = None
-    retry_count: int = 0
-    # The task's directory on the node (relative to the node's root), where its stdout/stderr are.
-    task_root: str | None = None
-    pool_id: str | None = None
-
-    @property
-    def failed(self) -> bool:
-        return self.state == "completed" and self.result == "failure"
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "node_id": self.node_id,
-            "exit_code": self.exit_code,
-            "failure_code": self.failure_code,
-            "failure_message": self.failure_message,
-            "retry_count": self.retry_count,
-            "task_root": self.task_root,
-            "pool_id": self.pool_id,
-        }
 
 
 @dataclass

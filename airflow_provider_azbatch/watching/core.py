@@ -32,19 +32,30 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Protocol
 
-from airflow_provider_azbatch.pools.health import PoolProblem, check_pool
+from airflow_provider_azbatch.model.records import (
+    STDOUT,
+    STREAMS,
+    TERMINAL_JOB_STATES,
+    ActiveTask,
+    FailedTask,
+    FileChunk,
+    FileInfo,
+    JobStatus,
+    NodeTimes,
+    SideTaskRun,
+    TaskCounts,
+    epoch_seconds,
+)
 from airflow_provider_azbatch.watching import idle_time
 from airflow_provider_azbatch.watching.blocking import (
-    ActiveTask,
     Blocked,
-    FailedTask,
-    SideTaskRun,
     blocked_by_dependencies,
     blocked_state,
     preparation_blocks_all,
 )
 from airflow_provider_azbatch.watching.budget import Unlimited
 from airflow_provider_azbatch.watching.calls import Call, Step, ask, raise_first_error
+from airflow_provider_azbatch.watching.pool_health import PoolProblem, check_pool
 from airflow_provider_azbatch.watching.preemption import (
     SpotFallbackDue,
     check_fallback,
@@ -52,19 +63,7 @@ from airflow_provider_azbatch.watching.preemption import (
     track_attempts,
 )
 from airflow_provider_azbatch.watching.reads import QUIET_READS_PER_LEVEL, ReadSchedule, quiet_wait
-from airflow_provider_azbatch.watching.state import (
-    STDOUT,
-    STREAMS,
-    TERMINAL_JOB_STATES,
-    FileChunk,
-    FileInfo,
-    JobStatus,
-    NodeTimes,
-    StreamCursor,
-    TaskCounts,
-    WatchState,
-    epoch_seconds,
-)
+from airflow_provider_azbatch.watching.state import StreamCursor, WatchState
 from airflow_provider_azbatch.watching.streams import Tail
 
 # Even when task counts do not move, look at the job itself this often.
@@ -171,7 +170,7 @@ class JobWatcher:
     def step(self, now: float) -> Step[bool]:
         """One poll; True once the job is over and the output of its streamed tasks shown to the end.
 
-        Raises :class:`~airflow_provider_azbatch.pools.health.PoolProblem` when the job waits for a pool
+        Raises :class:`~airflow_provider_azbatch.watching.pool_health.PoolProblem` when the job waits for a pool
         that cannot give it nodes, and the first error of a request otherwise (what was learnt before
         it is kept).
         """

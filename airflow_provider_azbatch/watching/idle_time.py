@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from airflow_provider_azbatch.watching.state import NodeTimes, WatchState, epoch_seconds
+from airflow_provider_azbatch.model.records import NodeTimes, epoch_seconds
+from airflow_provider_azbatch.watching.state import WatchState
 
 NODE_SAMPLE_SECONDS = 60.0
 MOVED_SAMPLE_SECONDS = 10.0

@@ -23,8 +23,9 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from airflow_provider_azbatch.model.records import NodeTimes, TaskAttempt
 from airflow_provider_azbatch.watching.calls import Call, Step, ask
-from airflow_provider_azbatch.watching.state import NodeTimes, TaskAttempt, WatchState
+from airflow_provider_azbatch.watching.state import WatchState
 
 
 class SpotFallbackDue(Exception):

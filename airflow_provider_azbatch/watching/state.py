@@ -7,96 +7,8 @@ triggerer continues from it as it is.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
-from datetime import datetime
+from dataclasses import dataclass, field
 from typing import Any
-
-STDOUT, STDERR = "stdout.txt", "stderr.txt"
-STREAMS = (STDOUT, STDERR)
-TERMINAL_JOB_STATES = ("completed", "terminating", "deleting")
-
-
-def epoch_seconds(iso: str | None) -> float | None:
-    """An ISO 8601 time as the service gave it (with its offset), in epoch seconds; None if absent or unreadable."""
-    try:
-        return datetime.fromisoformat(iso).timestamp() if iso else None
-    except ValueError:
-        return None
-
-
-@dataclass(frozen=True)
-class TaskCounts:
-    active: int = 0
-    running: int = 0
-    completed: int = 0
-    succeeded: int = 0
-    failed: int = 0
-
-    @property
-    def total(self) -> int:
-        return self.active + self.running + self.completed
-
-    def to_json(self) -> dict[str, int]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: dict[str, int]) -> TaskCounts:
-        return cls(**data)
-
-
-@dataclass(frozen=True)
-class JobStatus:
-    state: str
-    terminate_reason: str | None = None
-    pool_id: str | None = None
-
-
-@dataclass(frozen=True)
-class JobChange:
-    """A job as the account view lists it: its state and when it entered it (service time, as sent), and the
-    listing's entry as sent (``fields``: with what a listener asked for beyond these, e.g. ``metadata``)."""
-
-    id: str
-    state: str
-    at: str
-    fields: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
-
-
-@dataclass(frozen=True)
-class NodeTimes:
-    """A node as the pool lists it: whether it is dedicated, when it was allocated, its state since when, and
-    when its agent last booted (ISO 8601; None where the listing did not say); the tasks it runs, how many it ran,
-    and the jobs of the tasks that recently ran on it (what the account view's pool pulse compares)."""
-
-    id: str
-    dedicated: bool
-    allocated: str | None
-    state: str | None = None
-    state_since: str | None = None
-    last_boot: str | None = None
-    running_tasks: int | None = None
-    tasks_run: int | None = None
-    recent_jobs: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class TaskAttempt:
-    """A task's latest attempt as a listing shows it: its state, retries so far, and (once it started) the node
-    it runs on and when it started (ISO 8601)."""
-
-    state: str
-    retry_count: int = 0
-    node_id: str | None = None
-    start: str | None = None
-
-
-@dataclass(frozen=True)
-class FileInfo:
-    """A task file as a listing shows it: its size, and when it was created (a new file: the task restarted)."""
-
-    size: int
-    created: str | None = None
 
 
 @dataclass
@@ -201,25 +113,3 @@ class WatchState:
 
     def set_cursor(self, task_id: str, stream: str, cursor: StreamCursor) -> None:
         self.cursors[f"{task_id}/{stream}"] = cursor.to_json()
-
-
-@dataclass(frozen=True)
-class FileChunk:
-    """Bytes of a file from a ranged read, and the file's creation time as the answer gives it (epoch seconds,
-    whole: the ``ocp-creation-time`` header; None when absent)."""
-
-    data: bytes
-    created: int | None = None
-
-
-@dataclass(frozen=True)
-class FileEnd:
-    """The last bytes of a file; ``whole``: they are the whole file (the first line is complete)."""
-
-    data: bytes
-    whole: bool
-
-    def last_lines(self, count: int) -> list[str]:
-        from airflow_provider_azbatch.watching.lines import last_lines
-
-        return last_lines(self.data, count, trimmed=not self.whole)

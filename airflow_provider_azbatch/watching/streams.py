@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from airflow_provider_azbatch.watching.lines import split_lines
-from airflow_provider_azbatch.watching.state import FileInfo, StreamCursor
+from airflow_provider_azbatch.model.lines import split_lines
+from airflow_provider_azbatch.model.records import FileInfo
+from airflow_provider_azbatch.watching.state import StreamCursor
 
 
 @dataclass

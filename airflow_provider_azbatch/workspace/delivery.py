@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from azure.batch import models as batch_models
 
-from airflow_provider_azbatch.workspace.spec import MOUNT
+from airflow_provider_azbatch.specs.workspace import MOUNT
 
 STAGING_DIR = ".azbatch"
 WORKING_DIR = '"$AZ_BATCH_TASK_WORKING_DIR"'

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pathspec
 
-from airflow_provider_azbatch.submission import validation as check
-from airflow_provider_azbatch.workspace.spec import DEFAULT_IGNORE
+from airflow_provider_azbatch.specs import validation
+from airflow_provider_azbatch.specs.workspace import DEFAULT_IGNORE
 
 IGNORE_FILES = (".gitignore", ".azbatchignore")
 
@@ -70,13 +70,15 @@ def pack(
     """Pack ``directory``; errors name ``field`` and say what to do (a missing directory, too large)."""
     root = Path(directory)
     if not root.is_dir():
-        raise check.fail(field, f"{str(directory)!r} is not a directory (a relative path is taken from the DAG file's)")
+        raise validation.fail(
+            field, f"{str(directory)!r} is not a directory (a relative path is taken from the DAG file's)"
+        )
     files = included_files(root, ignore_spec(root, ignore))
     sizes = [(path, file.stat().st_size) for path, file in files]
     total = sum(size for _, size in sizes)
     if total > max_bytes:
         largest = ", ".join(f"{path} ({size / 1e6:.1f} MB)" for path, size in sorted(sizes, key=lambda s: -s[1])[:3])
-        raise check.fail(
+        raise validation.fail(
             field,
             f"{str(directory)!r} holds {total / 1e6:.1f} MB in {len(files)} files, over the limit of "
             f"{max_bytes / 1e6:.0f} MB; the largest: {largest}. Leave data out (ignore patterns, .azbatchignore) "

@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from airflow_provider_azbatch import config
-from airflow_provider_azbatch.submission.job_side_tasks import JobSideTask
-from airflow_provider_azbatch.submission.tasks import TaskSpec
+from airflow_provider_azbatch.specs.job_side_tasks import JobSideTask
+from airflow_provider_azbatch.specs.tasks import TaskSpec
+from airflow_provider_azbatch.specs.workspace import Workspace
 from airflow_provider_azbatch.workspace.delivery import StagedWorkspace
 from airflow_provider_azbatch.workspace.packing import PackedWorkspace, pack
-from airflow_provider_azbatch.workspace.spec import Workspace
 
 
 def stage_workspaces(

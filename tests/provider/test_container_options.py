@@ -12,7 +12,7 @@ from airflow.sdk import DAG
 from airflow_provider_azbatch.exceptions import AzureBatchValidationError
 from airflow_provider_azbatch.operators.job import AzureBatchJobOperator
 from airflow_provider_azbatch.pools import BatchPool
-from airflow_provider_azbatch.submission.options import ContainerOptions
+from airflow_provider_azbatch.specs.options import ContainerOptions
 from tests.airflow_helpers import run_dag
 
 START = datetime(2026, 1, 1)

@@ -11,12 +11,13 @@ from azure.batch import models as m
 
 from airflow_provider_azbatch.hooks.batch import AzureBatchHook
 from airflow_provider_azbatch.hooks.batch_async import AzureBatchAsyncHook
+from airflow_provider_azbatch.model.records import STDOUT, FileEnd
+from airflow_provider_azbatch.specs.tasks import TaskSpec
 from airflow_provider_azbatch.submission.job import JobSubmission
 from airflow_provider_azbatch.submission.reattach import submit
-from airflow_provider_azbatch.submission.tasks import TaskSpec
 from airflow_provider_azbatch.watching.core import JobWatcher
 from airflow_provider_azbatch.watching.drivers import run_async, run_sync
-from airflow_provider_azbatch.watching.state import STDOUT, FileEnd, WatchState
+from airflow_provider_azbatch.watching.state import WatchState
 from tests.helpers import wait_until
 
 

@@ -13,9 +13,9 @@ from airflow_provider_azbatch.compat import AirflowException
 from airflow_provider_azbatch.hooks.batch import AzureBatchHook
 from airflow_provider_azbatch.operators.job import AzureBatchJobOperator
 from airflow_provider_azbatch.sensors.job import AzureBatchJobSensor
+from airflow_provider_azbatch.specs.tasks import TaskSpec
 from airflow_provider_azbatch.submission.job import JobSubmission
 from airflow_provider_azbatch.submission.reattach import submit
-from airflow_provider_azbatch.submission.tasks import TaskSpec
 from tests.airflow_helpers import run_dag
 from tests.helpers import wait_until
 

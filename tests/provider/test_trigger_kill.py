@@ -15,9 +15,9 @@ from azure.batch import models as m
 
 from airflow_provider_azbatch import compat
 from airflow_provider_azbatch.hooks.batch import AzureBatchHook
+from airflow_provider_azbatch.specs.tasks import TaskSpec
 from airflow_provider_azbatch.submission.job import JobSubmission
 from airflow_provider_azbatch.submission.reattach import submit
-from airflow_provider_azbatch.submission.tasks import TaskSpec
 from airflow_provider_azbatch.triggers.job import AzureBatchJobTrigger
 from airflow_provider_azbatch.watching.state import WatchState
 from tests.airflow_helpers import captured_logs, messages

@@ -8,10 +8,10 @@ from datetime import datetime, timezone
 import pytest
 
 from airflow_provider_azbatch.hooks.translate import job_change_of, odata_time, service_date
+from airflow_provider_azbatch.model.records import JobChange
 from airflow_provider_azbatch.runs.lifecycle import event_in_full
 from airflow_provider_azbatch.triggers.account_view import MAX_JOB_LOOK_SECONDS, AccountView, Subscription
 from airflow_provider_azbatch.triggers.job import pack_result
-from airflow_provider_azbatch.watching.state import JobChange
 
 
 def _view_with(*jobs: str) -> tuple[AccountView, dict[str, Subscription]]:

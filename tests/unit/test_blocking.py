@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-from airflow_provider_azbatch.watching.blocking import (
-    ActiveTask,
-    FailedTask,
-    SideTaskRun,
-    blocked_by_dependencies,
-    preparation_blocks_all,
-)
+from airflow_provider_azbatch.model.records import ActiveTask, FailedTask, SideTaskRun
+from airflow_provider_azbatch.watching.blocking import blocked_by_dependencies, preparation_blocks_all
 
 SATISFY_3 = {"exitCodes": [{"code": 3, "exitOptions": {"dependencyAction": "satisfy"}}]}
 

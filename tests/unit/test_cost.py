@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 from airflow_provider_azbatch.compute import load_catalog
+from airflow_provider_azbatch.model.outcomes import TaskOutcome
 from airflow_provider_azbatch.results.cost import CostReport, IdlePool, NodeSpan, auto_pool_cost, shared_pool_cost
-from airflow_provider_azbatch.results.outcomes import TaskOutcome
 
 T0 = datetime(2026, 12, 1, 10, 0, tzinfo=timezone.utc)
 
@@ -106,9 +106,10 @@ def test_a_size_outside_the_catalog_has_no_estimate_but_its_times():
 
 
 def test_a_pools_idle_time_is_counted_between_samples_from_what_the_earlier_one_saw():
+    from airflow_provider_azbatch.model.records import NodeTimes
     from airflow_provider_azbatch.results.cost import IdlePool, idle_pool_lines, sampled_idle_pool
     from airflow_provider_azbatch.watching import idle_time
-    from airflow_provider_azbatch.watching.state import NodeTimes, WatchState
+    from airflow_provider_azbatch.watching.state import WatchState
 
     state = WatchState(job_id="job", pool_id="p")
     up = [
@@ -141,8 +142,9 @@ def test_a_pools_idle_time_is_counted_between_samples_from_what_the_earlier_one_
 def test_nodes_allocated_between_two_samples_count_from_their_allocation():
     from datetime import datetime, timezone
 
+    from airflow_provider_azbatch.model.records import NodeTimes
     from airflow_provider_azbatch.watching import idle_time
-    from airflow_provider_azbatch.watching.state import NodeTimes, WatchState
+    from airflow_provider_azbatch.watching.state import WatchState
 
     def iso(epoch: float) -> str:
         return datetime.fromtimestamp(epoch, timezone.utc).isoformat()

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from airflow_provider_azbatch.exceptions import AzureBatchValidationError
-from airflow_provider_azbatch.submission.exit_conditions import ExitConditions, skip_codes, to_rest
-from airflow_provider_azbatch.watching.exit_options import applied_exit_options
+from airflow_provider_azbatch.model.exit_options import applied_exit_options
+from airflow_provider_azbatch.specs.exit_conditions import ExitConditions, skip_codes, to_rest
 
 
 def test_no_conditions_and_no_job_actions_send_nothing():

@@ -6,11 +6,11 @@ import pytest
 
 from airflow_provider_azbatch.cli.outcomes import job_outcome
 from airflow_provider_azbatch.exceptions import AzureBatchValidationError
+from airflow_provider_azbatch.model.records import TaskCounts
 from airflow_provider_azbatch.pools import BatchPool
 from airflow_provider_azbatch.pools.errors import PoolStrategyError
-from airflow_provider_azbatch.submission import validation as check
-from airflow_provider_azbatch.submission.image_references import reference_problem
-from airflow_provider_azbatch.watching.state import TaskCounts
+from airflow_provider_azbatch.specs import validation
+from airflow_provider_azbatch.specs.image_references import reference_problem
 
 VALID_IMAGES = [
     "ubuntu",
@@ -29,7 +29,7 @@ VALID_IMAGES = [
 @pytest.mark.parametrize("reference", VALID_IMAGES)
 def test_valid_image_references_pass(reference):
     assert reference_problem(reference) is None
-    assert check.image(reference, "image") == reference
+    assert validation.image(reference, "image") == reference
 
 
 BAD_IMAGES = [
@@ -60,13 +60,13 @@ BAD_IMAGES = [
 @pytest.mark.parametrize(("reference", "words"), BAD_IMAGES)
 def test_bad_image_references_say_the_rule_and_the_fix(reference, words):
     with pytest.raises(AzureBatchValidationError) as caught:
-        check.image(reference, "containers.image")
+        validation.image(reference, "containers.image")
     assert caught.value.field == "containers.image"
     assert words in caught.value.problem
 
 
 def test_templated_image_waits_for_the_run():
-    assert check.image("{{ var.value.image }}", "image") == "{{ var.value.image }}"
+    assert validation.image("{{ var.value.image }}", "image") == "{{ var.value.image }}"
 
 
 def test_requirement_keys_get_a_suggestion():
@@ -101,17 +101,17 @@ def test_pool_container_images_are_checked():
 
 
 def test_unknown_fields_name_the_likely_one():
-    error = check.unknown_fields("tasks[0]", {"id": 1, "comand_line": 2}, ("id", "command_line", "environment"))
+    error = validation.unknown_fields("tasks[0]", {"id": 1, "comand_line": 2}, ("id", "command_line", "environment"))
     assert error is not None
     assert error.problem == (
         "has unknown field(s) comand_line (did you mean 'command_line'?); known: id, command_line, environment"
     )
-    assert check.unknown_fields("x", {"id": 1}, ("id",)) is None
+    assert validation.unknown_fields("x", {"id": 1}, ("id",)) is None
 
 
 def test_dependency_on_a_misspelt_task_gets_a_suggestion():
     with pytest.raises(AzureBatchValidationError) as caught:
-        check.dependency_graph({"aaa": [], "bbb": ["aa"]}, {"aaa": "tasks[0]", "bbb": "tasks[1]"})
+        validation.dependency_graph({"aaa": [], "bbb": ["aa"]}, {"aaa": "tasks[0]", "bbb": "tasks[1]"})
     assert str(caught.value) == "tasks[1].depends_on names 'aa', which is not a task of this job (did you mean 'aaa'?)"
 
 

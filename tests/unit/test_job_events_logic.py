@@ -8,9 +8,10 @@ import pytest
 
 from airflow_provider_azbatch.job_events.cursor import KEEP_SECONDS, SETTLE_SECONDS, Completions, Cursor
 from airflow_provider_azbatch.job_events.filters import JobFilter, JobFilterError
-from airflow_provider_azbatch.job_events.outcome import MAX_EXIT_CODES, TaskEnd, job_event, outcome_of, task_end_of
+from airflow_provider_azbatch.job_events.outcome import job_event, outcome_of
+from airflow_provider_azbatch.model.outcomes import MAX_EXIT_CODES, TaskEnd, task_end_of
+from airflow_provider_azbatch.model.records import JobChange
 from airflow_provider_azbatch.triggers.job_events import AzureBatchJobCompletedTrigger, cursor_key
-from airflow_provider_azbatch.watching.state import JobChange
 
 T0 = datetime(2026, 12, 3, 12, 0, tzinfo=timezone.utc)
 

@@ -8,13 +8,13 @@ import re
 import pytest
 
 from airflow_provider_azbatch.exceptions import AzureBatchValidationError
+from airflow_provider_azbatch.specs.validation import batch_id
 from airflow_provider_azbatch.submission.job_ids import (
     MAX_ID_LENGTH,
     attempt_job_id,
     default_job_id,
     task_instance_metadata,
 )
-from airflow_provider_azbatch.submission.validation import batch_id
 
 
 def check_job_id(job_id):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_provider_azbatch.lineage.naming import DatasetName, blob_dataset, dataset_of_uri, url_dataset
+from airflow_provider_azbatch.hooks.dataset_names import DatasetName, blob_dataset, dataset_of_uri, url_dataset
 from airflow_provider_azbatch.lineage.run_facts import RunIO, job_facts
-from airflow_provider_azbatch.submission.blob_io import parse_inputs, parse_outputs
+from airflow_provider_azbatch.specs.blob_io import parse_inputs, parse_outputs
 
 
 @pytest.mark.parametrize(

@@ -7,8 +7,9 @@ import random
 
 import pytest
 
-from airflow_provider_azbatch.watching.lines import MAX_LINE_BYTES, decode_line, split_lines
-from airflow_provider_azbatch.watching.state import FileInfo, StreamCursor
+from airflow_provider_azbatch.model.lines import MAX_LINE_BYTES, decode_line, split_lines
+from airflow_provider_azbatch.model.records import FileInfo
+from airflow_provider_azbatch.watching.state import StreamCursor
 from airflow_provider_azbatch.watching.streams import Tail
 
 # -- split_lines -----------------------------------------------------------------------------------

@@ -8,14 +8,14 @@ import pytest
 from azure.batch import models as m
 
 from airflow_provider_azbatch.exceptions import AzureBatchValidationError
-from airflow_provider_azbatch.submission.overrides import (
+from airflow_provider_azbatch.specs.overrides import (
     JOB_OVERRIDES,
     TASK_OVERRIDES,
     apply_overrides,
     deep_merge,
     find_keys,
 )
-from airflow_provider_azbatch.submission.sdk_fields import model_fields
+from airflow_provider_azbatch.specs.sdk_fields import model_fields
 
 
 def _refused(schema, value, where="task_overrides", **kwargs) -> str:

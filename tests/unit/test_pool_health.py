@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from azure.batch import models as m
 
-from airflow_provider_azbatch.pools.health import diagnose
+from airflow_provider_azbatch.watching.pool_health import diagnose
 
 
 def _pool(**fields) -> m.BatchPool:

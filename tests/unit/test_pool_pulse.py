@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from airflow_provider_azbatch.model.records import NodeTimes
 from airflow_provider_azbatch.triggers import pool_pulse
 from airflow_provider_azbatch.triggers.pool_pulse import PoolPulse, jobs_moved
-from airflow_provider_azbatch.watching.state import NodeTimes
 
 
 def node(node_id: str, running: int, run: int, *jobs: str, state: str = "running") -> NodeTimes:

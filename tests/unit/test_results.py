@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from airflow_provider_azbatch.model.outcomes import JobOutcomes, TaskOutcome
+from airflow_provider_azbatch.model.records import FileEnd
 from airflow_provider_azbatch.results.failure_report import failure_report
-from airflow_provider_azbatch.results.outcomes import JobOutcomes, TaskOutcome
 from airflow_provider_azbatch.results.summary import MAX_SUMMARY_ROWS, summary_lines
 from airflow_provider_azbatch.watching.drivers import run_sync
-from airflow_provider_azbatch.watching.state import FileEnd
 
 
 def _outcome(task_id, *, ok=True, state="completed", exit_code=None, seconds=1.25, node="tvmps_node-0"):

@@ -8,6 +8,7 @@ from datetime import timedelta
 
 import pytest
 
+from airflow_provider_azbatch.model.records import NodeTimes, TaskAttempt
 from airflow_provider_azbatch.pools import BatchPool, PoolStrategyError, SpotFallback
 from airflow_provider_azbatch.results.preemptions import PreemptionReport
 from airflow_provider_azbatch.watching.drivers import run_sync
@@ -19,7 +20,7 @@ from airflow_provider_azbatch.watching.preemption import (
     spot_watch,
     track_attempts,
 )
-from airflow_provider_azbatch.watching.state import NodeTimes, TaskAttempt, WatchState
+from airflow_provider_azbatch.watching.state import WatchState
 
 T0 = "2026-01-01T00:00:00+00:00"
 T1 = "2026-01-01T00:01:00+00:00"

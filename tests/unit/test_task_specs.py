@@ -8,8 +8,8 @@ import pytest
 from azure.batch import models as batch_models
 
 from airflow_provider_azbatch.exceptions import AzureBatchValidationError
+from airflow_provider_azbatch.specs.tasks import TASK_FIELDS, TaskSpec, parse_tasks
 from airflow_provider_azbatch.submission.job import JobSubmission
-from airflow_provider_azbatch.submission.tasks import TASK_FIELDS, TaskSpec, parse_tasks
 
 
 def _task(**fields):
@@ -236,7 +236,7 @@ def test_command_lines_are_handed_to_a_shell_and_stay_within_the_node_limit():
 
 
 def test_a_task_runs_as_who_it_says_with_its_overrides_checked():
-    from airflow_provider_azbatch.submission.identity import RunAs
+    from airflow_provider_azbatch.specs.identity import RunAs
 
     spec = TaskSpec.parse(
         _task(run_as={"elevation": "admin", "scope": "task"}, overrides={"constraints": {"retentionTime": "PT1H"}}),

@@ -10,7 +10,7 @@ from torchx.components.dist import ddp
 from torchx.specs import AppDef, Resource, Role, resource
 
 from airflow_provider_azbatch.exceptions import AzureBatchValidationError
-from airflow_provider_azbatch.submission.options import ContainerOptions
+from airflow_provider_azbatch.specs.options import ContainerOptions
 from airflow_provider_azbatch.torchx.mapping import job_request
 from airflow_provider_azbatch.torchx.options import AzureBatchOpts, TorchXOptionError
 from airflow_provider_azbatch.torchx.preview import preview

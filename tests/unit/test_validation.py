@@ -8,9 +8,9 @@ from datetime import timedelta
 import pytest
 
 from airflow_provider_azbatch.exceptions import AzureBatchValidationError
-from airflow_provider_azbatch.submission import validation as check
-from airflow_provider_azbatch.submission.blob_io import parse_inputs, parse_outputs
-from airflow_provider_azbatch.submission.tasks import parse_tasks
+from airflow_provider_azbatch.specs import validation
+from airflow_provider_azbatch.specs.blob_io import parse_inputs, parse_outputs
+from airflow_provider_azbatch.specs.tasks import parse_tasks
 
 
 def _task(**fields):
@@ -33,7 +33,7 @@ CASES = [
     (lambda: parse_tasks("x", None, num_nodes=0), "num_nodes", "must be >= 1, got 0"),
     (lambda: parse_tasks("x", None, coordination_command="setup"), "coordination_command", "needs num_nodes > 1"),
     (lambda: parse_tasks(None, [_task()], num_nodes=2), "num_nodes", "applies to command"),
-    (lambda: parse_tasks("x" * (check.MAX_COMMAND_BYTES + 1), None), "command", "bytes long; a node runs at most"),
+    (lambda: parse_tasks("x" * (validation.MAX_COMMAND_BYTES + 1), None), "command", "bytes long; a node runs at most"),
     # task fields
     (_tasks(["t1", "echo"]), "tasks[0]", "must be a mapping with at least id and command_line, got list"),
     (_tasks(_task(cmd="x")), "tasks[0]", "has unknown field(s) cmd; known: id, command_line"),
@@ -158,13 +158,13 @@ CASES = [
     ),
     (lambda: parse_outputs([{"path": "x"}], "outputs"), "outputs[0].pattern", "is missing"),
     # values the operator checks
-    (lambda: check.number("5", "poll_interval"), "poll_interval", "must be a number, got str '5'"),
-    (lambda: check.number(math.nan, "poll_interval"), "poll_interval", "must be a finite number, got nan"),
-    (lambda: check.number(math.inf, "poll_interval"), "poll_interval", "must be a finite number, got inf"),
-    (lambda: check.number(0, "poll_interval"), "poll_interval", "must be greater than 0"),
-    (lambda: check.metadata({"k": 1}, "metadata"), "metadata['k']", "must be a string, got int"),
-    (lambda: check.metadata(["k"], "metadata"), "metadata", "must be a mapping of names to strings"),
-    (lambda: check.batch_id("job id", "job_id", "Batch job id"), "job_id", "is not a valid Batch job id"),
+    (lambda: validation.number("5", "poll_interval"), "poll_interval", "must be a number, got str '5'"),
+    (lambda: validation.number(math.nan, "poll_interval"), "poll_interval", "must be a finite number, got nan"),
+    (lambda: validation.number(math.inf, "poll_interval"), "poll_interval", "must be a finite number, got inf"),
+    (lambda: validation.number(0, "poll_interval"), "poll_interval", "must be greater than 0"),
+    (lambda: validation.metadata({"k": 1}, "metadata"), "metadata['k']", "must be a string, got int"),
+    (lambda: validation.metadata(["k"], "metadata"), "metadata", "must be a mapping of names to strings"),
+    (lambda: validation.batch_id("job id", "job_id", "Batch job id"), "job_id", "is not a valid Batch job id"),
 ]
 
 
@@ -183,12 +183,12 @@ def test_enough_cases():
 
 
 def test_dependency_graph_accepts_a_diamond():
-    check.dependency_graph({"a": (), "b": ("a",), "c": ("a",), "d": ("b", "c")}, {t: t for t in "abcd"})
+    validation.dependency_graph({"a": (), "b": ("a",), "c": ("a",), "d": ("b", "c")}, {t: t for t in "abcd"})
 
 
 def test_relative_paths_that_are_fine():
-    assert check.relative_path("data/train", "p") == "data/train"
-    assert check.relative_path("a..b/c", "p") == "a..b/c"
+    assert validation.relative_path("data/train", "p") == "data/train"
+    assert validation.relative_path("a..b/c", "p") == "a..b/c"
 
 
 @pytest.mark.parametrize(

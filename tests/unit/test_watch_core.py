@@ -18,7 +18,7 @@ from azure.batch import models as batch_models
 
 from airflow_provider_azbatch.enums import enum_value
 from airflow_provider_azbatch.hooks.translate import id_filter
-from airflow_provider_azbatch.pools.health import PoolProblem
+from airflow_provider_azbatch.model.records import TERMINAL_JOB_STATES, FileEnd, FileInfo, JobStatus, TaskCounts
 from airflow_provider_azbatch.watching.calls import READ_METHODS, Call
 from airflow_provider_azbatch.watching.core import (
     JOB_STATE_CHECK_SECONDS,
@@ -28,15 +28,8 @@ from airflow_provider_azbatch.watching.core import (
     output_prefix,
 )
 from airflow_provider_azbatch.watching.drivers import run_sync
-from airflow_provider_azbatch.watching.state import (
-    TERMINAL_JOB_STATES,
-    FileEnd,
-    FileInfo,
-    JobStatus,
-    StreamCursor,
-    TaskCounts,
-    WatchState,
-)
+from airflow_provider_azbatch.watching.pool_health import PoolProblem
+from airflow_provider_azbatch.watching.state import StreamCursor, WatchState
 
 
 @dataclass
@@ -501,7 +494,7 @@ def test_id_filter_quotes_ids():
 
 
 def test_the_nodes_of_a_pool_made_for_the_job_are_recorded_with_when_they_left():
-    from airflow_provider_azbatch.watching.state import NodeTimes
+    from airflow_provider_azbatch.model.records import NodeTimes
 
     @dataclass
     class AutoPoolJob(Batch):

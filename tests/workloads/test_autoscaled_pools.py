@@ -15,7 +15,7 @@ from airflow_provider_azbatch.hooks.batch import AzureBatchHook
 from airflow_provider_azbatch.operators.job import AzureBatchJobOperator
 from airflow_provider_azbatch.pools import BatchPool
 from airflow_provider_azbatch.pools.comparison import SPEC_METADATA_KEY, recorded_hash, with_spec_hash
-from airflow_provider_azbatch.pools.preparation import prepare_pool
+from airflow_provider_azbatch.pools.ready import prepare_pool
 from airflow_provider_azbatch.submission import TaskSpec
 from tests.airflow_helpers import run_dag
 from tests.helpers import wait_until

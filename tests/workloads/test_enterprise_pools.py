@@ -28,7 +28,7 @@ from airflow_provider_azbatch.pools import (
     RunAs,
     StartTask,
 )
-from airflow_provider_azbatch.pools.preparation import prepare_pool
+from airflow_provider_azbatch.pools.ready import prepare_pool
 from airflow_provider_azbatch.submission import TaskSpec
 from local_azure_batch.testing import run_local_batch_service
 from tests.airflow_helpers import run_dag

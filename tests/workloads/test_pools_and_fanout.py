@@ -16,7 +16,7 @@ from airflow_provider_azbatch.exceptions import AzureBatchValidationError
 from airflow_provider_azbatch.hooks.batch import AzureBatchHook
 from airflow_provider_azbatch.operators.job import AzureBatchJobOperator
 from airflow_provider_azbatch.pools import BatchPool
-from airflow_provider_azbatch.pools.preparation import prepare_pool
+from airflow_provider_azbatch.pools.ready import prepare_pool
 from airflow_provider_azbatch.submission import TaskSpec
 from tests.airflow_helpers import run_dag
 

@@ -1,4 +1,5 @@
-"""``airflow azbatch check``: the preflight of a connection (``airflow_provider_azbatch.preflight``), printed.
+"""``airflow azbatch check``: the preflight of a connection, printed (the command group in ``cli/definition.py``
+names it by its path).
 
 Exit codes: 0 ready; 1 something a run needs is missing (with ``--strict``, also something that could not be
 read); 2 wrong arguments.

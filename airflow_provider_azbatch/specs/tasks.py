@@ -8,12 +8,12 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from airflow_provider_azbatch.submission import validation as check
-from airflow_provider_azbatch.submission.blob_io import InputSpec, OutputSpec, parse_inputs, parse_outputs
-from airflow_provider_azbatch.submission.exit_conditions import ExitConditions, skip_codes
-from airflow_provider_azbatch.submission.identity import RunAs
-from airflow_provider_azbatch.submission.overrides import TASK_OVERRIDES
-from airflow_provider_azbatch.workspace.spec import Workspace
+from airflow_provider_azbatch.specs import validation
+from airflow_provider_azbatch.specs.blob_io import InputSpec, OutputSpec, parse_inputs, parse_outputs
+from airflow_provider_azbatch.specs.exit_conditions import ExitConditions, skip_codes
+from airflow_provider_azbatch.specs.identity import RunAs
+from airflow_provider_azbatch.specs.overrides import TASK_OVERRIDES
+from airflow_provider_azbatch.specs.workspace import Workspace
 
 TASK_FIELDS = (
     "id",
@@ -49,10 +49,10 @@ class TaskSpec:
     (added after the job's container run options), ``num_nodes`` with
     ``coordination_command`` (a multi-node task), ``inputs`` and ``outputs`` (Blob; see blob_io),
     ``workspace`` (a local directory unpacked into ``workspace/``; see :mod:`airflow_provider_azbatch.workspace`),
-    ``run_as`` (who it runs as; see :mod:`airflow_provider_azbatch.submission.identity`), ``overrides`` (Batch
-    REST task fields merged over the generated task; see :mod:`airflow_provider_azbatch.submission.overrides`),
+    ``run_as`` (who it runs as; see :mod:`airflow_provider_azbatch.specs.identity`), ``overrides`` (Batch
+    REST task fields merged over the generated task; see :mod:`airflow_provider_azbatch.specs.overrides`),
     ``exit_conditions`` (what its exit codes do to the job and its dependents; see
-    :mod:`~airflow_provider_azbatch.submission.exit_conditions`), ``skip_on_exit_code`` (exit codes that skip the
+    :mod:`~airflow_provider_azbatch.specs.exit_conditions`), ``skip_on_exit_code`` (exit codes that skip the
     Airflow task when they are the job's only failures), ``result_file`` (a JSON file the task writes in its
     working directory, read back into the XCom result when the job succeeded)."""
 
@@ -82,42 +82,42 @@ class TaskSpec:
         if isinstance(value, TaskSpec):
             value = {name: getattr(value, name) for name in TASK_FIELDS}
         if not isinstance(value, Mapping):
-            raise check.fail(
+            raise validation.fail(
                 where, f"must be a mapping with at least id and command_line, got {type(value).__name__} {value!r}"
             )
-        unknown = check.unknown_fields(where, value, TASK_FIELDS)
+        unknown = validation.unknown_fields(where, value, TASK_FIELDS)
         if unknown is not None:
             raise unknown
-        task_id = check.batch_id(value.get("id"), f"{where}.id", "Batch task id")
-        image = check.image(value.get("image"), f"{where}.image")
+        task_id = validation.batch_id(value.get("id"), f"{where}.id", "Batch task id")
+        image = validation.image(value.get("image"), f"{where}.image")
         num_nodes = value.get("num_nodes")
-        num_nodes = 1 if num_nodes is None else check.integer(num_nodes, f"{where}.num_nodes", minimum=1)
+        num_nodes = 1 if num_nodes is None else validation.integer(num_nodes, f"{where}.num_nodes", minimum=1)
         coordination = value.get("coordination_command")
         if coordination is not None:
-            coordination = check.command_line(coordination, f"{where}.coordination_command")
+            coordination = validation.command_line(coordination, f"{where}.coordination_command")
             if num_nodes == 1:
-                raise check.fail(
+                raise validation.fail(
                     f"{where}.coordination_command", "needs num_nodes > 1 (it runs on every node of the task)"
                 )
         slots = value.get("required_slots")
         return cls(
             id=task_id,
-            command_line=check.command_line(value.get("command_line"), f"{where}.command_line"),
-            environment=check.environment(value.get("environment"), f"{where}.environment"),
-            max_retries=check.retries(value.get("max_retries"), f"{where}.max_retries"),
-            max_wall_clock=check.duration(value.get("max_wall_clock"), f"{where}.max_wall_clock"),
+            command_line=validation.command_line(value.get("command_line"), f"{where}.command_line"),
+            environment=validation.environment(value.get("environment"), f"{where}.environment"),
+            max_retries=validation.retries(value.get("max_retries"), f"{where}.max_retries"),
+            max_wall_clock=validation.duration(value.get("max_wall_clock"), f"{where}.max_wall_clock"),
             depends_on=tuple(
-                check.batch_id(item, f"{where}.depends_on[{index}]", "Batch task id")
-                for index, item in enumerate(check.string_list(value.get("depends_on"), f"{where}.depends_on"))
+                validation.batch_id(item, f"{where}.depends_on[{index}]", "Batch task id")
+                for index, item in enumerate(validation.string_list(value.get("depends_on"), f"{where}.depends_on"))
             ),
             required_slots=None
             if slots is None
-            else check.integer(slots, f"{where}.required_slots", minimum=1, maximum=check.MAX_SLOTS),
-            display_name=check.text(
-                value.get("display_name"), f"{where}.display_name", max_chars=check.MAX_DISPLAY_NAME
+            else validation.integer(slots, f"{where}.required_slots", minimum=1, maximum=validation.MAX_SLOTS),
+            display_name=validation.text(
+                value.get("display_name"), f"{where}.display_name", max_chars=validation.MAX_DISPLAY_NAME
             ),
             image=image,
-            container_run_options=check.text(value.get("container_run_options"), f"{where}.container_run_options"),
+            container_run_options=validation.text(value.get("container_run_options"), f"{where}.container_run_options"),
             num_nodes=num_nodes,
             coordination_command=coordination,
             inputs=parse_inputs(value.get("inputs"), f"{where}.inputs"),
@@ -127,32 +127,32 @@ class TaskSpec:
             overrides=TASK_OVERRIDES.check(value.get("overrides"), f"{where}.overrides"),
             exit_conditions=ExitConditions.parse(value.get("exit_conditions"), f"{where}.exit_conditions"),
             skip_on_exit_code=skip_codes(value.get("skip_on_exit_code"), f"{where}.skip_on_exit_code"),
-            result_file=check.relative_path(value.get("result_file"), f"{where}.result_file"),
+            result_file=validation.relative_path(value.get("result_file"), f"{where}.result_file"),
         )
 
 
 def _fan_out(template: Any, parameters: Any, prefix: Any) -> list[TaskSpec]:
-    command = check.command_line(template, "command_template")
-    check.batch_id(prefix, "task_id_prefix", "task id prefix")
+    command = validation.command_line(template, "command_template")
+    validation.batch_id(prefix, "task_id_prefix", "task id prefix")
     if isinstance(parameters, (str, bytes, Mapping)) or not isinstance(parameters, Sequence) or not parameters:
-        raise check.fail("parameters", "must be a non-empty list (one task per item) to go with command_template")
+        raise validation.fail("parameters", "must be a non-empty list (one task per item) to go with command_template")
     fields = {name for _, name, _, _ in string.Formatter().parse(command) if name}
     width = len(str(len(parameters) - 1))
-    if len(prefix) + 1 + width > check.MAX_ID_LENGTH:
-        raise check.fail("task_id_prefix", f"is too long for {len(parameters)} task ids of at most 64 characters")
+    if len(prefix) + 1 + width > validation.MAX_ID_LENGTH:
+        raise validation.fail("task_id_prefix", f"is too long for {len(parameters)} task ids of at most 64 characters")
     tasks = []
     for index, item in enumerate(parameters):
         values = dict(item) if isinstance(item, Mapping) else {"value": item}
         missing = sorted(name for name in fields if name and not name.isdigit() and name not in values)
         if missing:
-            raise check.fail(
+            raise validation.fail(
                 f"parameters[{index}]",
                 f"has no {', '.join(missing)} for command_template (it has: {', '.join(sorted(values)) or 'nothing'})",
             )
         try:
             filled = command.format(*([] if isinstance(item, Mapping) else [item]), **values)
         except (IndexError, KeyError, ValueError, AttributeError) as exc:
-            raise check.fail("command_template", f"cannot be filled from parameters[{index}]: {exc}") from None
+            raise validation.fail("command_template", f"cannot be filled from parameters[{index}]: {exc}") from None
         tasks.append(TaskSpec.parse({"id": f"{prefix}-{index:0{width}d}", "command_line": filled}, f"tasks[{index}]"))
     return tasks
 
@@ -175,11 +175,13 @@ def parse_tasks(
         if value is not None
     ]
     if len(given) > 1:
-        raise check.fail(given[1], f"cannot be given with {given[0]}: give one of command, tasks or command_template")
+        raise validation.fail(
+            given[1], f"cannot be given with {given[0]}: give one of command, tasks or command_template"
+        )
     if command_template is not None:
         return check_tasks(_fan_out(command_template, parameters, task_id_prefix))
     if parameters is not None:
-        raise check.fail("parameters", "only go with command_template")
+        raise validation.fail("parameters", "only go with command_template")
     if command is not None:
         spec: dict[str, Any] = {"id": default_task_id, "command_line": command}
         if num_nodes != 1:
@@ -188,26 +190,26 @@ def parse_tasks(
             spec["coordination_command"] = coordination_command
         try:
             return [TaskSpec.parse(spec, "command")]
-        except check.AzureBatchValidationError as exc:
+        except validation.AzureBatchValidationError as exc:
             # Name the operator's own parameter, not the task we built from it.
             field = {"command.command_line": "command", "command.num_nodes": "num_nodes"}.get(exc.field, exc.field)
             field = field.replace("command.coordination_command", "coordination_command")
-            raise check.fail(field, exc.problem) from None
+            raise validation.fail(field, exc.problem) from None
     if num_nodes != 1 or coordination_command is not None:
-        raise check.fail(
+        raise validation.fail(
             "num_nodes" if num_nodes != 1 else "coordination_command",
             "applies to command; in tasks, set num_nodes and coordination_command per task",
         )
     if tasks is None:
-        raise check.fail(
+        raise validation.fail(
             "command",
             "is missing: give command (one task), tasks (a list of task definitions) or command_template with "
             "parameters (one task per parameter)",
         )
     if isinstance(tasks, (str, bytes, Mapping)) or not isinstance(tasks, Sequence):
-        raise check.fail("tasks", f"must be a list of task definitions, got {type(tasks).__name__} {tasks!r}")
+        raise validation.fail("tasks", f"must be a list of task definitions, got {type(tasks).__name__} {tasks!r}")
     if not tasks:
-        raise check.fail("tasks", "is empty: give at least one task")
+        raise validation.fail("tasks", "is empty: give at least one task")
     return check_tasks([TaskSpec.parse(item, f"tasks[{index}]") for index, item in enumerate(tasks)])
 
 
@@ -217,11 +219,11 @@ def check_tasks(specs: list[TaskSpec]) -> list[TaskSpec]:
     for index, spec in enumerate(specs):
         key = spec.id.lower()
         if key in seen:
-            raise check.fail(
+            raise validation.fail(
                 f"tasks[{index}].id", f"{spec.id!r} repeats tasks[{seen[key]}].id: task ids must be unique"
             )
         seen[key] = index
-    check.dependency_graph(
+    validation.dependency_graph(
         {spec.id: spec.depends_on for spec in specs}, {spec.id: f"tasks[{index}]" for index, spec in enumerate(specs)}
     )
     return specs

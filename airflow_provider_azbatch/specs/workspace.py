@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from airflow_provider_azbatch.submission import validation as check
+from airflow_provider_azbatch.specs import validation
 
 # The fixed place, under a task's working directory, where its command finds the workspace.
 MOUNT = "workspace"
@@ -60,13 +60,15 @@ class Workspace:
         if isinstance(value, str):
             value = cls(value)
         if not isinstance(value, Workspace):
-            raise check.fail(where, f"must be a directory path or a Workspace, got {type(value).__name__} {value!r}")
-        check.text(value.path, path_field, required=True)
-        for index, pattern in enumerate(check.string_list(list(value.ignore), f"{where}.ignore")):
-            check.text(pattern, f"{where}.ignore[{index}]", required=True)
+            raise validation.fail(
+                where, f"must be a directory path or a Workspace, got {type(value).__name__} {value!r}"
+            )
+        validation.text(value.path, path_field, required=True)
+        for index, pattern in enumerate(validation.string_list(list(value.ignore), f"{where}.ignore")):
+            validation.text(pattern, f"{where}.ignore[{index}]", required=True)
         if value.max_mb is not None:
-            check.number(value.max_mb, f"{where}.max_mb")
-        check.container_name(value.container, f"{where}.container")
+            validation.number(value.max_mb, f"{where}.max_mb")
+        validation.container_name(value.container, f"{where}.container")
         if value.prefix is not None:
-            check.relative_path(value.prefix, f"{where}.prefix")
+            validation.relative_path(value.prefix, f"{where}.prefix")
         return value

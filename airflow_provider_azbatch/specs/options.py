@@ -11,8 +11,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from airflow_provider_azbatch.submission import validation as check
-from airflow_provider_azbatch.submission.container_runtime import (
+from airflow_provider_azbatch.specs import validation
+from airflow_provider_azbatch.specs.container_runtime import (
     INFINIBAND_ENVIRONMENT,
     ContainerRuntimeError,
     infiniband_options,
@@ -51,17 +51,19 @@ class ContainerOptions:
     def check(self, flat_names: Mapping[str, str] | None = None) -> None:
         """``flat_names``: given as the operator's flat parameters (field -> parameter name where they differ)."""
         name = _namer("containers", flat_names)
-        check.image(self.image, name("image"))
-        check.text(self.registry_conn_id, name("registry_conn_id"))
-        check.text(self.run_options, name("run_options"))
+        validation.image(self.image, name("image"))
+        validation.text(self.registry_conn_id, name("registry_conn_id"))
+        validation.text(self.run_options, name("run_options"))
         if self.working_directory not in WORKING_DIRECTORIES:
-            raise check.fail(name("working_directory"), f"must be 'task' or 'image', got {self.working_directory!r}")
+            raise validation.fail(
+                name("working_directory"), f"must be 'task' or 'image', got {self.working_directory!r}"
+            )
         try:
             shm_option(self.shm_size)
         except ContainerRuntimeError as exc:
-            raise check.fail(name("shm_size"), str(exc)) from None
+            raise validation.fail(name("shm_size"), str(exc)) from None
         if not isinstance(self.infiniband, bool):
-            raise check.fail(name("infiniband"), f"must be True or False, got {self.infiniband!r}")
+            raise validation.fail(name("infiniband"), f"must be True or False, got {self.infiniband!r}")
 
     def all_run_options(self) -> str | None:
         """What every container is created with: shared memory, InfiniBand, then ``run_options`` (which win)."""
@@ -96,11 +98,11 @@ class BlobOptions:
 
     def check(self, flat_names: Mapping[str, str] | None = None) -> None:
         name = _namer("blob", flat_names)
-        check.container_name(self.output_container, name("output_container"))
-        check.relative_path(self.logs_prefix, name("logs_prefix"), required=True)
-        check.text(self.output_identity, name("output_identity"))
+        validation.container_name(self.output_container, name("output_container"))
+        validation.relative_path(self.logs_prefix, name("logs_prefix"), required=True)
+        validation.text(self.output_identity, name("output_identity"))
         if self.upload_logs is not None and not isinstance(self.upload_logs, bool):
-            raise check.fail(name("upload_logs"), f"must be True or False, got {self.upload_logs!r}")
+            raise validation.fail(name("upload_logs"), f"must be True or False, got {self.upload_logs!r}")
 
 
 @dataclass
@@ -135,9 +137,9 @@ def merge(
     if given is None:
         return kind(**set_flat)
     if not isinstance(given, kind):
-        raise check.fail(group, f"must be a {kind.__name__}, got {type(given).__name__} {given!r}")
+        raise validation.fail(group, f"must be a {kind.__name__}, got {type(given).__name__} {given!r}")
     if set_flat:
         name = sorted(set_flat)[0]
         param = (aliases or {}).get(name, name)
-        raise check.fail(param, f"is also set in {group}: give {group}.{name} or {param}, not both")
+        raise validation.fail(param, f"is also set in {group}: give {group}.{name} or {param}, not both")
     return given

@@ -11,17 +11,17 @@ from typing import Any
 
 from airflow_provider_azbatch import config
 from airflow_provider_azbatch.hooks.storage import LogLocation
-from airflow_provider_azbatch.pools.preparation import prepare_pool
+from airflow_provider_azbatch.pools.ready import prepare_pool
 from airflow_provider_azbatch.pools.strategy import BatchPool
-from airflow_provider_azbatch.submission.containers import RegistryCredentials
+from airflow_provider_azbatch.specs.containers import RegistryCredentials
+from airflow_provider_azbatch.specs.tasks import TaskSpec
+from airflow_provider_azbatch.specs.workspace import METADATA_KEY as WORKSPACE_METADATA_KEY
+from airflow_provider_azbatch.specs.workspace import STAGED_METADATA_KEY
 from airflow_provider_azbatch.submission.job import JobSubmission
 from airflow_provider_azbatch.submission.job_ids import default_job_id, task_instance_metadata
-from airflow_provider_azbatch.submission.prepare import registry_credentials, task_extras
 from airflow_provider_azbatch.submission.request import CheckedRequest, JobRequest
-from airflow_provider_azbatch.submission.tasks import TaskSpec
+from airflow_provider_azbatch.submission.task_extras import registry_credentials, task_extras
 from airflow_provider_azbatch.watching.preemption import spot_watch
-from airflow_provider_azbatch.workspace.spec import METADATA_KEY as WORKSPACE_METADATA_KEY
-from airflow_provider_azbatch.workspace.spec import STAGED_METADATA_KEY
 from airflow_provider_azbatch.workspace.staged_files import stage_files
 from airflow_provider_azbatch.workspace.staging import stage_workspaces
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from airflow_provider_azbatch.lineage.naming import DatasetName
+from airflow_provider_azbatch.hooks.dataset_names import DatasetName
 
 log = logging.getLogger(__name__)
 

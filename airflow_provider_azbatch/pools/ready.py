@@ -33,9 +33,9 @@ from airflow_provider_azbatch.pools.mounts import (
 )
 from airflow_provider_azbatch.pools.strategy import IDENTITY_REFUSED, WINDOWS_REFUSED, BatchPool, PoolSecrets
 from airflow_provider_azbatch.pools.users import password_from_connection
-from airflow_provider_azbatch.submission.containers import RegistryCredentials
-from airflow_provider_azbatch.submission.identity import RunAs
-from airflow_provider_azbatch.submission.tasks import TaskSpec
+from airflow_provider_azbatch.specs.containers import RegistryCredentials
+from airflow_provider_azbatch.specs.identity import RunAs
+from airflow_provider_azbatch.specs.tasks import TaskSpec
 
 ENTRA_REQUIRED = "needs a Microsoft Entra ID connection (auth_method other than shared_key)"
 

@@ -12,12 +12,12 @@ from typing import Any
 
 from airflow_provider_azbatch.exceptions import AzureBatchValidationError
 from airflow_provider_azbatch.hooks.storage import LogLocation
-from airflow_provider_azbatch.submission.blob_io import InputSpec, OutputSpec
-from airflow_provider_azbatch.submission.containers import RegistryConfigError, RegistryCredentials
+from airflow_provider_azbatch.specs.blob_io import InputSpec, OutputSpec
+from airflow_provider_azbatch.specs.containers import RegistryConfigError, RegistryCredentials
+from airflow_provider_azbatch.specs.job_side_tasks import JobSideTask
+from airflow_provider_azbatch.specs.options import BlobOptions, ContainerOptions
+from airflow_provider_azbatch.specs.tasks import TaskSpec
 from airflow_provider_azbatch.submission.job import TaskExtras
-from airflow_provider_azbatch.submission.job_side_tasks import JobSideTask
-from airflow_provider_azbatch.submission.options import BlobOptions, ContainerOptions
-from airflow_provider_azbatch.submission.tasks import TaskSpec
 
 
 def registry_credentials(hook: Any, containers: ContainerOptions) -> RegistryCredentials | None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from azure.batch import models as batch_models
 
-from airflow_provider_azbatch.submission import validation as check
+from airflow_provider_azbatch.specs import validation
 
 UPLOAD_CONDITIONS = {
     "success": batch_models.OutputFileUploadCondition.TASK_SUCCESS,
@@ -28,8 +28,8 @@ _OUTPUT_FIELDS = ("pattern", "container", "path", "upload", "asset")
 
 def _known_fields(value: Any, where: str, known: tuple[str, ...], shape: str) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
-        raise check.fail(where, f"must be a mapping with {shape}, got {type(value).__name__} {value!r}")
-    unknown = check.unknown_fields(where, value, known)
+        raise validation.fail(where, f"must be a mapping with {shape}, got {type(value).__name__} {value!r}")
+    unknown = validation.unknown_fields(where, value, known)
     if unknown is not None:
         raise unknown
     return value
@@ -49,23 +49,23 @@ class InputSpec:
             return value
         fields = _known_fields(value, where, _INPUT_FIELDS, "container (and prefix) or url")
         spec = cls(
-            container=check.container_name(fields.get("container"), f"{where}.container"),
-            prefix=check.text(fields.get("prefix"), f"{where}.prefix"),
-            url=check.text(fields.get("url"), f"{where}.url"),
-            path=check.relative_path(fields.get("path"), f"{where}.path"),
-            file_mode=check.text(fields.get("file_mode"), f"{where}.file_mode"),
+            container=validation.container_name(fields.get("container"), f"{where}.container"),
+            prefix=validation.text(fields.get("prefix"), f"{where}.prefix"),
+            url=validation.text(fields.get("url"), f"{where}.url"),
+            path=validation.relative_path(fields.get("path"), f"{where}.path"),
+            file_mode=validation.text(fields.get("file_mode"), f"{where}.file_mode"),
         )
         if (spec.container is None) == (spec.url is None):
-            raise check.fail(where, "needs either container (a Blob container to download from) or url, not both")
+            raise validation.fail(where, "needs either container (a Blob container to download from) or url, not both")
         if spec.url is not None:
             if not spec.url.startswith(("https://", "http://")):
-                raise check.fail(f"{where}.url", f"must be an http(s) URL, got {spec.url!r}")
+                raise validation.fail(f"{where}.url", f"must be an http(s) URL, got {spec.url!r}")
             if spec.path is None:
-                raise check.fail(f"{where}.path", "is missing: name the file the url is saved as")
+                raise validation.fail(f"{where}.path", "is missing: name the file the url is saved as")
             if spec.prefix is not None:
-                raise check.fail(f"{where}.prefix", "only applies to a container")
+                raise validation.fail(f"{where}.prefix", "only applies to a container")
         if spec.file_mode is not None and not (len(spec.file_mode) in (3, 4) and spec.file_mode.isdigit()):
-            raise check.fail(f"{where}.file_mode", f"must be an octal mode like '0755', got {spec.file_mode!r}")
+            raise validation.fail(f"{where}.file_mode", f"must be an octal mode like '0755', got {spec.file_mode!r}")
         return spec
 
     def to_sdk(self, container_url: str | None) -> batch_models.ResourceFile:
@@ -83,14 +83,14 @@ def check_asset(value: Any, where: str) -> Any:
         return None
     if isinstance(value, str):
         if not value.strip() or "{{" in value or "{%" in value:
-            raise check.fail(
+            raise validation.fail(
                 where,
                 f"must be an Asset or an asset's name, not templated ({value!r}): Airflow reads it when the DAG is "
                 "parsed, to schedule the DAGs that wait for it",
             )
         return value
     if not (hasattr(value, "uri") and hasattr(value, "name") and hasattr(value, "extra")):
-        raise check.fail(where, f"must be an Asset or an asset's name, got {type(value).__name__} {value!r}")
+        raise validation.fail(where, f"must be an Asset or an asset's name, got {type(value).__name__} {value!r}")
     return value
 
 
@@ -110,13 +110,13 @@ class OutputSpec:
         fields = _known_fields(value, where, _OUTPUT_FIELDS, "at least pattern")
         upload = fields.get("upload", "success")
         if upload not in UPLOAD_CONDITIONS:
-            raise check.fail(f"{where}.upload", f"must be success, failure or completion, got {upload!r}")
-        pattern = check.text(fields.get("pattern"), f"{where}.pattern", required=True)
+            raise validation.fail(f"{where}.upload", f"must be success, failure or completion, got {upload!r}")
+        pattern = validation.text(fields.get("pattern"), f"{where}.pattern", required=True)
         assert pattern is not None
         return cls(
             pattern=pattern,
-            container=check.container_name(fields.get("container"), f"{where}.container"),
-            path=check.relative_path(fields.get("path"), f"{where}.path"),
+            container=validation.container_name(fields.get("container"), f"{where}.container"),
+            path=validation.relative_path(fields.get("path"), f"{where}.path"),
             upload=upload,
             asset=check_asset(fields.get("asset"), f"{where}.asset"),
         )
@@ -140,7 +140,7 @@ def _items(values: Any, where: str, what: str) -> list[Any]:
     if values is None:
         return []
     if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, (list, tuple)):
-        raise check.fail(where, f"must be a list of {what}, got {type(values).__name__} {values!r}")
+        raise validation.fail(where, f"must be a list of {what}, got {type(values).__name__} {values!r}")
     return list(values)
 
 

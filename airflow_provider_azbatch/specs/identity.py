@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_provider_azbatch.exceptions import AzureBatchValidationError
-from airflow_provider_azbatch.submission.validation import unknown_fields
+from airflow_provider_azbatch.specs.validation import unknown_fields
 
 ELEVATIONS = ("nonadmin", "admin")
 SCOPES = ("pool", "task")

@@ -27,7 +27,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_provider_azbatch.submission import validation as check
+from airflow_provider_azbatch.specs import validation
 
 JOB_ACTIONS = ("none", "disable", "terminate")
 DEPENDENCY_ACTIONS = ("satisfy", "block")
@@ -39,7 +39,7 @@ RANGE_FIELDS = ("start", "end", *OPTION_FIELDS)
 
 
 def exit_code(value: Any, field: str) -> int:
-    return check.integer(value, field, minimum=MIN_EXIT_CODE, maximum=MAX_EXIT_CODE, hint=" (an exit code)")
+    return validation.integer(value, field, minimum=MIN_EXIT_CODE, maximum=MAX_EXIT_CODE, hint=" (an exit code)")
 
 
 def skip_codes(value: Any, field: str) -> frozenset[int] | None:
@@ -51,7 +51,7 @@ def skip_codes(value: Any, field: str) -> frozenset[int] | None:
     else:
         codes = frozenset({exit_code(value, field)})
     if 0 in codes:
-        raise check.fail(field, "cannot hold 0: a task that exits with 0 succeeded")
+        raise validation.fail(field, "cannot hold 0: a task that exits with 0 succeeded")
     return codes
 
 
@@ -63,18 +63,18 @@ class ExitOptions:
     @classmethod
     def parse(cls, value: Any, field: str, *, known: Collection[str] = OPTION_FIELDS) -> ExitOptions:
         if not isinstance(value, Mapping):
-            raise check.fail(
+            raise validation.fail(
                 field, f"must be a mapping with job_action and/or dependency_action, got {type(value).__name__}"
             )
-        unknown = check.unknown_fields(field, value, tuple(known))
+        unknown = validation.unknown_fields(field, value, tuple(known))
         if unknown is not None:
             raise unknown
         job = value.get("job_action")
         dependency = value.get("dependency_action")
         if job is not None and job not in JOB_ACTIONS:
-            raise check.fail(f"{field}.job_action", f"must be one of {', '.join(JOB_ACTIONS)}, got {job!r}")
+            raise validation.fail(f"{field}.job_action", f"must be one of {', '.join(JOB_ACTIONS)}, got {job!r}")
         if dependency is not None and dependency not in DEPENDENCY_ACTIONS:
-            raise check.fail(
+            raise validation.fail(
                 f"{field}.dependency_action", f"must be one of {', '.join(DEPENDENCY_ACTIONS)}, got {dependency!r}"
             )
         return cls(job, dependency)
@@ -103,13 +103,15 @@ class ExitConditions:
         if value is None or isinstance(value, ExitConditions):
             return value
         if not isinstance(value, Mapping):
-            raise check.fail(field, f"must be a mapping ({', '.join(CONDITION_FIELDS)}), got {type(value).__name__}")
-        unknown = check.unknown_fields(field, value, CONDITION_FIELDS)
+            raise validation.fail(
+                field, f"must be a mapping ({', '.join(CONDITION_FIELDS)}), got {type(value).__name__}"
+            )
+        unknown = validation.unknown_fields(field, value, CONDITION_FIELDS)
         if unknown is not None:
             raise unknown
         codes_value = value.get("exit_codes") or {}
         if not isinstance(codes_value, Mapping):
-            raise check.fail(
+            raise validation.fail(
                 f"{field}.exit_codes",
                 f'must map exit codes to options (e.g. {{3: {{"dependency_action": "satisfy"}}}}), '
                 f"got {type(codes_value).__name__}",
@@ -142,21 +144,21 @@ def _ranges(value: Any, field: str) -> tuple[tuple[int, int, ExitOptions], ...]:
     if value is None:
         return ()
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, (list, tuple)):
-        raise check.fail(field, f'must be a list of {{"start", "end", ...options}}, got {type(value).__name__}')
+        raise validation.fail(field, f'must be a list of {{"start", "end", ...options}}, got {type(value).__name__}')
     ranges: list[tuple[int, int, ExitOptions]] = []
     for index, item in enumerate(value):
         where = f"{field}[{index}]"
         if not isinstance(item, Mapping) or "start" not in item or "end" not in item:
-            raise check.fail(where, f"must be a mapping with start and end (and options), got {item!r}")
+            raise validation.fail(where, f"must be a mapping with start and end (and options), got {item!r}")
         start, end = exit_code(item["start"], f"{where}.start"), exit_code(item["end"], f"{where}.end")
         if start > end:
-            raise check.fail(where, f"starts after it ends ({start} > {end})")
+            raise validation.fail(where, f"starts after it ends ({start} > {end})")
         options = ExitOptions.parse(
             {k: v for k, v in item.items() if k not in ("start", "end")}, where, known=OPTION_FIELDS
         )
         for other_index, (other_start, other_end, _) in enumerate(ranges):
             if start <= other_end and other_start <= end:
-                raise check.fail(
+                raise validation.fail(
                     where, f"({start}..{end}) overlaps {field}[{other_index}] ({other_start}..{other_end})"
                 )
         ranges.append((start, end, options))

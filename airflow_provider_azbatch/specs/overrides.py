@@ -29,7 +29,7 @@ from typing import Any
 from azure.batch import models as batch_models
 
 from airflow_provider_azbatch.exceptions import AzureBatchValidationError
-from airflow_provider_azbatch.submission.sdk_fields import SdkField, as_rest, model_fields
+from airflow_provider_azbatch.specs.sdk_fields import SdkField, as_rest, model_fields
 
 _DURATION = re.compile(r"-?P(?=\d|T\d)(\d+(\.\d+)?D)?(T(?=\d)(\d+(\.\d+)?H)?(\d+(\.\d+)?M)?(\d+(\.\d+)?S)?)?")
 _INTEGER = re.compile(r"[+-]?\d+")

@@ -73,7 +73,7 @@ def _type_name(value: Any) -> str:
 
 def image(value: Any, field: str) -> str | None:
     """A container image reference (see :mod:`.image_references`); one holding a template waits for the run."""
-    from airflow_provider_azbatch.submission.image_references import likely_tag_typo, reference_problem
+    from airflow_provider_azbatch.specs.image_references import likely_tag_typo, reference_problem
 
     reference = text(value, field)
     if reference is None or "{{" in reference or "{%" in reference:

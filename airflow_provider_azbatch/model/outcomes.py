@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from airflow_provider_azbatch.enums import enum_value
-from airflow_provider_azbatch.watching.exit_options import TASK_ENDED, applied_exit_options
+from airflow_provider_azbatch.model.exit_options import TASK_ENDED, applied_exit_options
 
 # XCom stays small for very large jobs: per-task results are listed up to this many tasks.
 MAX_TASK_RESULTS = 1000
@@ -140,3 +141,37 @@ class JobOutcomes:
     @property
     def accepted(self) -> list[TaskOutcome]:
         return [outcome for outcome in self.listed if outcome.accepted]
+
+
+# An event stays small for a job of thousands of tasks: exit codes of this many tasks at most (failed ones first).
+MAX_EXIT_CODES = 100
+
+
+# The task fields a watcher lists for a completed job.
+TASK_END_SELECT = "id,state,executionInfo"
+
+
+@dataclass(frozen=True)
+class TaskEnd:
+    """A task of a completed job, as List Tasks gives it: how it ended (None where it never ran)."""
+
+    id: str
+    state: str
+    exit_code: int | None = None
+    result: str | None = None
+
+    @property
+    def succeeded(self) -> bool:
+        return self.state == "completed" and self.result == "success"
+
+
+def task_end_of(entry: Mapping[str, Any]) -> TaskEnd:
+    """One entry of List Tasks (plain JSON, ``TASK_END_SELECT``)."""
+    info = entry.get("executionInfo") or {}
+    code = info.get("exitCode")
+    return TaskEnd(
+        id=str(entry["id"]),
+        state=str(entry.get("state") or ""),
+        exit_code=int(code) if isinstance(code, int) else None,
+        result=str(info["result"]) if info.get("result") else None,
+    )

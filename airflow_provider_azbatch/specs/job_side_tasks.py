@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, ClassVar
 
-from airflow_provider_azbatch.submission import validation as check
-from airflow_provider_azbatch.submission.blob_io import InputSpec, parse_inputs
-from airflow_provider_azbatch.submission.identity import RunAs
+from airflow_provider_azbatch.specs import validation
+from airflow_provider_azbatch.specs.blob_io import InputSpec, parse_inputs
+from airflow_provider_azbatch.specs.identity import RunAs
 
 PREPARATION, RELEASE = "preparation", "release"
 # The ids Batch gives them when none is set.
@@ -80,33 +80,35 @@ class JobSideTask:
             return None
         if isinstance(value, JobSideTask):
             if value.kind != kind:
-                raise check.fail(where, f"is a job {value.kind} task, not a job {kind} task")
+                raise validation.fail(where, f"is a job {value.kind} task, not a job {kind} task")
             parsed = cls.parse({name: getattr(value, name) for name in cls._fields(kind)}, kind, where)
             return dataclasses.replace(parsed, log_upload=value.log_upload) if parsed is not None else None
         if isinstance(value, str):
             value = {"command": value}
         known = cls._fields(kind)
         if not isinstance(value, Mapping):
-            raise check.fail(where, f"must be a command or a mapping ({', '.join(known)}), got {type(value).__name__}")
-        unknown = check.unknown_fields(where, value, tuple(known))
+            raise validation.fail(
+                where, f"must be a command or a mapping ({', '.join(known)}), got {type(value).__name__}"
+            )
+        unknown = validation.unknown_fields(where, value, tuple(known))
         if unknown is not None:
             raise unknown
-        wall_clock = check.duration(value.get("max_wall_clock"), f"{where}.max_wall_clock")
+        wall_clock = validation.duration(value.get("max_wall_clock"), f"{where}.max_wall_clock")
         if kind == RELEASE and wall_clock is not None and wall_clock > MAX_RELEASE_WALL_CLOCK:
-            raise check.fail(
+            raise validation.fail(
                 f"{where}.max_wall_clock", f"must be at most 15 minutes (the Batch service's limit), got {wall_clock}"
             )
         wait = value.get("wait_for_success", True)
         if not isinstance(wait, bool):
-            raise check.fail(f"{where}.wait_for_success", f"must be True or False, got {wait!r}")
-        image = check.image(value.get("image"), f"{where}.image")
+            raise validation.fail(f"{where}.wait_for_success", f"must be True or False, got {wait!r}")
+        image = validation.image(value.get("image"), f"{where}.image")
         return cls(
             kind=kind,
-            command=check.command_line(value.get("command"), f"{where}.command"),
-            environment=check.environment(value.get("environment"), f"{where}.environment"),
+            command=validation.command_line(value.get("command"), f"{where}.command"),
+            environment=validation.environment(value.get("environment"), f"{where}.environment"),
             inputs=parse_inputs(value.get("inputs"), f"{where}.inputs"),
             max_wall_clock=wall_clock,
-            max_retries=check.retries(value.get("max_retries"), f"{where}.max_retries"),
+            max_retries=validation.retries(value.get("max_retries"), f"{where}.max_retries"),
             wait_for_success=wait,
             image=image,
             run_as=RunAs.parse(value.get("run_as"), f"{where}.run_as"),
