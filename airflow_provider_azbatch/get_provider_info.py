@@ -345,9 +345,10 @@ CONFIG_OPTIONS: dict[str, Any] = {
         "listing of the jobs whose state changed (the account view) tells every trigger of the account when its "
         "job ended; a trigger looks at its own job when it changed and otherwise every poll_interval, or every "
         "(deferred jobs of the account / this) seconds when that is longer (at most 60 s), for what the listing "
-        "cannot show: progress, tasks blocked by failed dependencies, a pool that cannot give nodes. Quiet jobs "
-        "(nothing moved at their last look) on a pool with 7 or more of them look only when the pool's nodes, "
-        "listed every 10 s, show that their tasks started or ended (and otherwise 10 minutes apart or more).",
+        "cannot show: progress, tasks blocked by failed dependencies, a pool that cannot give nodes; twice as far "
+        "apart after each look at which nothing moved. Jobs resting on a pool with 12 or more of them (nothing "
+        "moved at their last look) look only when the pool's nodes, listed every 5 s, show that their tasks "
+        "started or ended (and otherwise 10 minutes apart or more).",
         "version_added": "0.4.0",
         "type": "float",
         "example": "50",

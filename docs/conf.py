@@ -85,7 +85,9 @@ autoapi_ignore = [
     "*/hooks/batch_async.py",
     # How a trigger paces its output reads: machinery of the trigger (explained in explanation/account-view.md).
     "*/triggers/output_reads.py",
-    "*/triggers/pool_pulse.py",
+    "*/triggers/pool_nodes.py",
+    "*/triggers/subscription.py",
+    "*/triggers/listeners.py",
     "*/hooks/clouds.py",
     "*/hooks/credentials.py",
     "*/hooks/errors.py",
@@ -140,7 +142,7 @@ nitpick_ignore_regex = [
         r"py:.*",
         r"airflow_provider_azbatch\.(runs|watching|results|submission\.(request|overrides|exit_conditions)"
         r"|hooks\.(storage|clouds)|workspace\.staged_files|compute\.(catalog|pool_spec|autoscale)"
-        r"|triggers\.(output_reads|pool_pulse))(\..*)?",
+        r"|triggers\.(output_reads|pool_nodes|subscription|listeners))(\..*)?",
     ),
 ]
 

@@ -73,7 +73,7 @@ class JobChange:
 class NodeTimes:
     """A node as the pool lists it: whether it is dedicated, when it was allocated, its state since when, and
     when its agent last booted (ISO 8601; None where the listing did not say); the tasks it runs, how many it ran,
-    and the jobs of the tasks that recently ran on it (what the account view's pool pulse compares)."""
+    and the jobs of the tasks that recently ran on it (what the account view's pool listings compare)."""
 
     id: str
     dedicated: bool

@@ -35,6 +35,7 @@ from airflow_provider_azbatch.submission.request import JobRequest
 from airflow_provider_azbatch.watching import idle_time
 from airflow_provider_azbatch.watching.core import JobWatcher
 from airflow_provider_azbatch.watching.drivers import run_sync
+from airflow_provider_azbatch.watching.gaps import nodes_unread
 from airflow_provider_azbatch.watching.preemption import requeues
 from airflow_provider_azbatch.watching.state import WatchState
 
@@ -276,7 +277,8 @@ def idle_pools_of(hook: Any, watcher: JobWatcher, cost: CostReport | None, log: 
         for pool_id in state.pool_idle:
             if state.auto_pool_vm_size is not None and pool_id == state.pool_id:
                 continue
-            idle_time.sample(state, pool_id, hook.list_pool_nodes(pool_id), time.time())
+            if not nodes_unread(state, pool_id):  # (said once in the log already: not read, nor said, again)
+                idle_time.sample(state, pool_id, hook.list_pool_nodes(pool_id), time.time())
             pool = hook.get_pool(pool_id, select=["id", "vmSize"])
             vm_size = pool.vm_size if pool is not None else None
             out.append(sampled_idle_pool(pool_id, state.pool_idle[pool_id], vm_size, catalog))
@@ -316,7 +318,9 @@ def estimate_cost(hook: Any, watcher: JobWatcher, job: Any, outcomes: JobOutcome
         pool = hook.get_pool(pool_id, select=["id", "vmSize", "taskSlotsPerNode"])
         if pool is None:
             return None
-        dedicated = {node.id: node.dedicated for node in hook.list_pool_nodes(pool_id) or []}
+        # Nodes the watch could not read (said once): every node priced as dedicated, not read (nor said) again.
+        nodes = [] if nodes_unread(state, pool_id) else hook.list_pool_nodes(pool_id) or []
+        dedicated = {node.id: node.dedicated for node in nodes}
         return shared_pool_cost(pool.vm_size, pool.task_slots_per_node or 1, dedicated, outcomes.listed, catalog)
     except Exception as exc:  # an estimate must never fail the task
         log.warning("No cost estimate for Batch job %s: %s", state.job_id, describe_error(exc))

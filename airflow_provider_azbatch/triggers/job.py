@@ -81,10 +81,9 @@ from airflow_provider_azbatch.compat import (
 from airflow_provider_azbatch.hooks.batch_async import AzureBatchAsyncHook
 from airflow_provider_azbatch.hooks.errors import describe_error
 from airflow_provider_azbatch.links.job import LINK_XCOM_KEY
-from airflow_provider_azbatch.model.records import TERMINAL_JOB_STATES, NodeTimes
+from airflow_provider_azbatch.model.records import TERMINAL_JOB_STATES
 from airflow_provider_azbatch.triggers import account_view, kill
 from airflow_provider_azbatch.triggers.output_reads import Reader
-from airflow_provider_azbatch.triggers.pool_pulse import PoolPulse
 from airflow_provider_azbatch.watching.budget import TokenBucket
 from airflow_provider_azbatch.watching.core import Emit, JobWatcher
 from airflow_provider_azbatch.watching.drivers import run_async
@@ -422,10 +421,8 @@ class AzureBatchJobTrigger(BaseTrigger):
         )
         # The account's output reads (the view's); None: each trigger reads its own output every poll (no view).
         reads = subscription.reads if isinstance(subscription, account_view.Subscription) else None
-        # Node samples taken from the view's pool pulse where it lists the pool anyway.
-        asks: Any = hook
-        if isinstance(subscription, account_view.Subscription):
-            asks = _PulsedNodes(hook, subscription.view.pulse)
+        # Node samples from the view's pool listings, one per pool for all its jobs.
+        asks: Any = account_view.shared_nodes(hook, subscription)
         try:
             wake_at = time.time()
             # When to look at the job itself (counts, ...) unless the view sees it change first.
@@ -446,7 +443,7 @@ class AzureBatchJobTrigger(BaseTrigger):
                 watcher.job_state_watched = subscription.watching
                 if isinstance(subscription, account_view.Subscription):
                     requested = subscription.take_look_request()
-                    if requested is not None:  # the pool pulse saw its tasks move
+                    if requested is not None:  # its pool's listing saw its tasks move
                         next_look = min(next_look, requested)
                 if changed and _ended_as_listed(subscription, watcher):
                     return self._done(state, lines.take())
@@ -458,7 +455,7 @@ class AzureBatchJobTrigger(BaseTrigger):
                         done = await run_async(watcher.step(time.time()), asks, limit)
                     elif (changed or started >= next_look) and not watcher.job_over():
                         done = await run_async(watcher.look(time.time(), grants), asks, limit)
-                        look_every = _look_every(subscription, watcher, look_every)
+                        look_every = account_view.look_after(subscription, watcher, look_every, started)
                         next_look = time.time() + look_every
                     else:  # only output: the view watches the job's state meanwhile
                         done = await run_async(watcher.read(time.time(), grants), asks, limit)
@@ -818,44 +815,3 @@ def _ended_as_listed(subscription: account_view.Subscription | account_view.OwnL
         return False
     watcher.state.job_state = "completed"
     return watcher.job_over() and not watcher.following() and not watcher.unfinished_output()
-
-
-def _look_every(
-    subscription: account_view.Subscription | account_view.OwnLooks, watcher: JobWatcher, every: float
-) -> float:
-    """How long after this look the next one is (the view reports state changes meanwhile): the shortest
-    interval while anything moves, tasks wait for nodes or streamed tasks run; after a look at which nothing
-    moved, as long as the pool pulse allows where it covers the job's pool (it tells the trigger when the job's
-    tasks move: :mod:`airflow_provider_azbatch.triggers.pool_pulse`), twice as long as before otherwise."""
-    shortest = subscription.job_look_interval()
-    if not subscription.watching or watcher.last_look_moved or watcher.waiting_for_nodes() or watcher.following():
-        # A streamed task's end must be seen before its node goes (an auto pool's goes with the job): its last
-        # output is read then.
-        if isinstance(subscription, account_view.Subscription):
-            subscription.stir()
-        return shortest
-    pool_id = watcher.state.pool_id
-    if isinstance(subscription, account_view.Subscription) and pool_id is not None and watcher.state.spot is None:
-        # (A Spot job's fallback is due by time, not by what its nodes show: it keeps its own cadence.)
-        rest = subscription.rest_on_pulse(pool_id)
-        if rest is not None:
-            return rest
-    return min(account_view.MAX_JOB_LOOK_SECONDS, max(shortest, 2 * every))
-
-
-class _PulsedNodes:
-    """The trigger's hook, whose pool node listings come from the account view's pool pulse when it listed the
-    pool recently (a thousand jobs on one pool sample its nodes for their idle time at one listing's cost)."""
-
-    def __init__(self, hook: AzureBatchAsyncHook, pulse: PoolPulse) -> None:
-        self._hook = hook
-        self._pulse = pulse
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._hook, name)
-
-    async def list_pool_nodes(self, pool_id: str) -> list[NodeTimes] | None:
-        listed = self._pulse.nodes(pool_id, time.time())
-        if listed is not None:
-            return listed
-        return await self._hook.list_pool_nodes(pool_id)

@@ -14,8 +14,11 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-# The read primitives every watch step is built from; both hooks implement each of them.
-READ_METHODS = (
+# The read primitives every watch step is built from; both hooks implement each of them, and each is classed here,
+# once, by what it is for.
+# A needed read decides how the watch goes on: its failure is the watch's (retried through an outage, then the
+# task fails with it).
+NEEDED = (
     "get_task_counts",
     "get_job_status",
     "list_task_states",
@@ -26,14 +29,20 @@ READ_METHODS = (
     "read_task_file_tail",
     "get_uploaded_log_size",
     "read_uploaded_log",
-    "get_pool_snapshot",
-    "list_nodes_in_states",
-    "read_node_file_tail",
-    "list_pool_nodes",
     "list_active_dependencies",
     "list_failed_tasks",
     "list_preparation_status",
 )
+# An informing read only adds to what the task reports: its pool's nodes (idle time, cost, the pool pulse), the
+# pool's health (a pool that cannot give nodes told apart from a busy one), a node's logs. Its failure comes back as
+# a :class:`Gap`, which the task's log names once (:mod:`.gaps`): it never fails the task.
+INFORMING = (
+    "get_pool_snapshot",
+    "list_nodes_in_states",
+    "read_node_file_tail",
+    "list_pool_nodes",
+)
+READ_METHODS = NEEDED + INFORMING
 
 
 @dataclass(frozen=True)
@@ -44,6 +53,19 @@ class Call:
     def __post_init__(self) -> None:
         if self.method not in READ_METHODS:
             raise ValueError(f"{self.method!r} is not a read primitive of the hooks")
+
+    @property
+    def informing(self) -> bool:
+        """Whether the read only informs (see ``INFORMING``): a failure of it does not fail the watch."""
+        return self.method in INFORMING
+
+
+@dataclass(frozen=True)
+class Gap:
+    """An informing read that did not answer: the call, and why (``error`` None: what it reads is gone, 404)."""
+
+    call: Call
+    error: BaseException | None
 
 
 # Yields batches of calls, receives their results, returns T.
@@ -61,7 +83,11 @@ def raise_first_error(results: Sequence[Any]) -> None:
 
 
 def ask(*calls: Call) -> Step[list[Any]]:
-    """Make ``calls`` and return their results, raising the first error (all-or-nothing batches)."""
+    """Make ``calls`` and return their results, raising the first error of a needed read (all-or-nothing batches);
+    an informing read that failed comes back as a :class:`Gap`."""
     results = yield list(calls)
-    raise_first_error(results)
-    return results
+    raise_first_error([result for call, result in zip(calls, results, strict=True) if not call.informing])
+    return [
+        Gap(call, result) if call.informing and isinstance(result, BaseException) else result
+        for call, result in zip(calls, results, strict=True)
+    ]

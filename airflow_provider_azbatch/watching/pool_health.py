@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from airflow_provider_azbatch.enums import enum_value
-from airflow_provider_azbatch.watching.calls import Call, Step, ask
+from airflow_provider_azbatch.watching.calls import Call, Gap, Step, ask
 
 STUCK_NODE_STATES = ("starttaskfailed", "unusable")
 START_TASK_STDERR = "startup/stderr.txt"
@@ -93,11 +93,15 @@ def diagnose(pool: Any, stuck_nodes: list[Any], stderr_tail: list[str], idle_nod
     return None
 
 
-def check_pool(pool_id: str) -> Step[PoolProblem | None]:
-    """Look at the pool (and its stuck nodes); the problem that keeps the job from running, if any."""
+def check_pool(pool_id: str) -> Step[PoolProblem | Gap | None]:
+    """Look at the pool (and its stuck nodes); the problem that keeps the job from running, if any (a
+    :class:`~.calls.Gap`: the pool could not be read, so no problem can be told)."""
     pool, stuck = yield from ask(
         Call("get_pool_snapshot", (pool_id,)), Call("list_nodes_in_states", (pool_id, STUCK_NODE_STATES))
     )
+    for answer in (pool, stuck):
+        if isinstance(answer, Gap):
+            return answer
     if pool is None:
         return PoolProblem(f"Pool {pool_id} does not exist (it was deleted, or never created)")
     calls = []
@@ -107,7 +111,11 @@ def check_pool(pool_id: str) -> Step[PoolProblem | None]:
         calls.append(Call("list_nodes_in_states", (pool_id, ("idle",))))
     results = (yield from ask(*calls)) if calls else []
     tail: list[str] = []
-    if stuck and results[0] is not None:
-        tail = results[0].last_lines(10)
-    idle = len(results[-1]) if pool.resize_errors else 0
+    if stuck and results[0] is not None and not isinstance(results[0], Gap):
+        tail = results[0].last_lines(10)  # (a node's log that could not be read: the problem without it)
+    idle = 0
+    if pool.resize_errors:
+        if isinstance(results[-1], Gap):
+            return results[-1]
+        idle = len(results[-1])
     return diagnose(pool, stuck, tail, idle)

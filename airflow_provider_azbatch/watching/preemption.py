@@ -24,7 +24,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from airflow_provider_azbatch.model.records import NodeTimes, TaskAttempt
-from airflow_provider_azbatch.watching.calls import Call, Step, ask
+from airflow_provider_azbatch.watching.calls import Call, Gap, Step, ask
 from airflow_provider_azbatch.watching.state import WatchState
 
 
@@ -127,7 +127,8 @@ def track_attempts(state: WatchState, now: float, emit: Callable[[str | None, st
         ]
         if requeued and state.pool_id is not None:
             (nodes,) = yield from ask(Call("list_pool_nodes", (state.pool_id,)))
-            by_id = {node.id: node for node in nodes or []}
+            # Nodes that could not be read (a Gap, said by the node samples): the requeues without their nodes.
+            by_id = {node.id: node for node in nodes or []} if not isinstance(nodes, Gap) else {}
             for task in requeued:
                 _record(state, task, tracked[task], by_id.get(tracked[task]["node"]), now, emit)
     spot["attempts"] = {

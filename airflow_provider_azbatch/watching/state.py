@@ -59,6 +59,8 @@ class WatchState:
     spot: dict[str, Any] | None = None
     # What the pools the job used cost while idle, sampled as it ran (see :mod:`.idle_time`): pool id -> record.
     pool_idle: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # What informing reads could not read (see :mod:`.gaps`), said once in the task's log: key -> the line said.
+    gaps: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -82,6 +84,7 @@ class WatchState:
             "blocked": self.blocked,
             "spot": copy.deepcopy(self.spot),
             "pool_idle": copy.deepcopy(self.pool_idle),
+            "gaps": dict(self.gaps),
         }
 
     @classmethod

@@ -6,7 +6,8 @@ Spec (``--faults`` or ``PUT /_emulator/faults``): rules separated by ``;``, each
 - ``OPERATIONS``: ``*`` or REST operation ids joined by ``|`` (``Jobs_GetJobTaskCounts|Tasks_GetTaskFile``);
 - ``ACTION``: ``429`` or ``503`` (with ``Retry-After``, default 1 s, change with ``/retry-after=SECONDS``),
   ``500``, ``403`` (``AuthorizationFailure``, as the service refuses a credential whose role lacks that read:
-  a credential allowed some operations and not others), ``drop`` (close the connection without a response, before the request is processed),
+  a credential allowed some operations and not others), ``drop`` (close the connection without a response,
+  before the request is processed),
   ``drop-after`` (process the request, then close the connection without a response: the client cannot
   tell whether its request took effect) or ``latency=SECONDS``;
 - ``@RATE``: a probability from 0 to 1 (default: every matching request);

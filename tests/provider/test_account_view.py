@@ -18,7 +18,7 @@ from airflow_provider_azbatch.hooks.batch import AzureBatchHook
 from airflow_provider_azbatch.specs.tasks import TaskSpec
 from airflow_provider_azbatch.submission.job import JobSubmission
 from airflow_provider_azbatch.submission.reattach import submit
-from airflow_provider_azbatch.triggers import account_view, pool_pulse
+from airflow_provider_azbatch.triggers import account_view, pool_nodes
 from airflow_provider_azbatch.triggers.job import AzureBatchJobTrigger
 from airflow_provider_azbatch.watching.state import WatchState
 from tests.airflow_helpers import azbatch_connection_json, captured_logs, messages
@@ -324,12 +324,12 @@ def test_output_shows_while_the_jobs_state_is_unchanged(local_batch_service, azb
     assert not {op for op in operations if op.startswith("Jobs_GetJob") and op != "Jobs_GetJobTaskCounts"}
 
 
-def test_quiet_jobs_on_a_pool_look_at_themselves_when_its_pulse_sees_their_tasks_move(
+def test_jobs_resting_on_a_pool_look_at_themselves_when_its_listing_sees_their_tasks_move(
     local_batch_service, azbatch_default, shared_pool, monkeypatch, tmp_path
 ):
-    # Two quiet jobs are enough for a pulse here (seven in a triggerer), listed every second (ten).
-    monkeypatch.setattr(pool_pulse, "PULSE_MIN_JOBS", 2)
-    monkeypatch.setattr(pool_pulse, "PULSE_SECONDS", 1.0)
+    # Two resting jobs are enough for a pulse here (twelve in a triggerer), listed every second (five).
+    monkeypatch.setattr(pool_nodes, "PULSE_MIN_JOBS", 2)
+    monkeypatch.setattr(pool_nodes, "LISTING_SECONDS", 1.0)
     hook = AzureBatchHook()
     release = tmp_path / "release"
     held = sh(f"while [ ! -f {release} ]; do sleep 0.1; done")
@@ -349,7 +349,8 @@ def test_quiet_jobs_on_a_pool_look_at_themselves_when_its_pulse_sees_their_tasks
             triggers.append(asyncio.ensure_future(anext(trigger.run())))
         view = await _view_of("azbatch_default")
         try:
-            await wait_until_async(lambda: view.pulse.covered() == 3, 30, "the pulse covering the three quiet jobs")
+            pool = view.pools.pool(shared_pool)
+            await wait_until_async(lambda: pool.covered == 3, 30, "the pulse covering the three resting jobs")
             local_batch_service.clear_request_log()
             await asyncio.sleep(3)  # a window in which nothing moves
             quiet_window = [request["operation"] for request in local_batch_service.request_log()]
@@ -369,7 +370,8 @@ def test_quiet_jobs_on_a_pool_look_at_themselves_when_its_pulse_sees_their_tasks
     finally:
         for job in jobs:
             hook.terminate_job(job)
-    # While nothing moved: the view's listing every poll and the pool's nodes every second, no look at any job.
+    # While nothing moved: the view's listing every poll and the pool's nodes every second (the pulse), no look at
+    # any job.
     assert set(quiet_window) == {"Jobs_ListJobs", "Nodes_ListNodes"}
     assert 4 <= quiet_window.count("Jobs_ListJobs") <= 8
     assert 2 <= quiet_window.count("Nodes_ListNodes") <= 4

@@ -10,8 +10,9 @@ import pytest
 from airflow_provider_azbatch.hooks.translate import job_change_of, odata_time, service_date
 from airflow_provider_azbatch.model.records import JobChange
 from airflow_provider_azbatch.runs.lifecycle import event_in_full
-from airflow_provider_azbatch.triggers.account_view import MAX_JOB_LOOK_SECONDS, AccountView, Subscription
+from airflow_provider_azbatch.triggers.account_view import AccountView, Subscription
 from airflow_provider_azbatch.triggers.job import pack_result
+from airflow_provider_azbatch.triggers.subscription import MAX_LOOK_SECONDS
 
 
 def _view_with(*jobs: str) -> tuple[AccountView, dict[str, Subscription]]:
@@ -42,7 +43,7 @@ def test_a_trigger_looks_at_its_job_every_poll_for_few_jobs_and_spreads_its_look
     many = _view_with(*(f"j{i}" for i in range(1000)))[0]
     assert many.job_look_interval(1.0) == 50.0
     assert many.job_look_interval(5.0) == 50.0
-    assert _view_with(*(f"j{i}" for i in range(5000)))[0].job_look_interval(1.0) == MAX_JOB_LOOK_SECONDS
+    assert _view_with(*(f"j{i}" for i in range(5000)))[0].job_look_interval(1.0) == MAX_LOOK_SECONDS
 
 
 def test_a_waiting_subscription_wakes_at_a_change_or_its_timeout():
@@ -133,14 +134,14 @@ def test_a_listener_that_joins_with_a_since_hears_what_the_view_told_others_befo
     view = AccountView("conn")
     t0 = datetime(2026, 12, 3, 12, 0, tzinfo=timezone.utc)
     steady = _Heard()
-    view._listeners.append(Listening(view, steady, t0))
-    view._listeners[0].catching_up = False
+    view.listeners.all.append(Listening(view, steady, t0))
+    view.listeners.all[0].catching_up = False
     listed = [JobChange("a", "completed", "2026-12-03T12:00:05Z"), JobChange("b", "completed", "2026-12-03T12:00:09Z")]
     view.observe(listed, t0)
     assert steady.heard == ["a:completed", "b:completed"]
     # A restarted watcher joins, its watermark between the two: the look that reaches back tells it "b" again.
     restarted = _Heard()
-    view._listeners.append(Listening(view, restarted, datetime(2026, 12, 3, 12, 0, 7, tzinfo=timezone.utc)))
+    view.listeners.all.append(Listening(view, restarted, datetime(2026, 12, 3, 12, 0, 7, tzinfo=timezone.utc)))
     view.observe(listed, t0)
     assert restarted.heard == ["b:completed"]
     assert steady.heard == ["a:completed", "b:completed"]  # each transition once for the others

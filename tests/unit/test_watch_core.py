@@ -458,6 +458,7 @@ def test_watch_state_json_round_trip_holds_no_clock_readings():
         "blocked": None,
         "spot": None,
         "pool_idle": {},
+        "gaps": {},
     }
     assert WatchState.from_json(data) == watcher.state
 
