@@ -30,7 +30,8 @@ from airflow_provider_azbatch.runs.spot_fallback import fall_back
 from airflow_provider_azbatch.submission.job import JobSubmission
 from airflow_provider_azbatch.submission.reattach import Attachment, submit_or_reattach
 from airflow_provider_azbatch.submission.request import JobRequest
-from airflow_provider_azbatch.triggers.job import AzureBatchJobTrigger, unpack_result
+from airflow_provider_azbatch.triggers.job import AzureBatchJobTrigger
+from airflow_provider_azbatch.triggers.watch_events import unpack_result
 from airflow_provider_azbatch.watching.core import JobWatcher
 from airflow_provider_azbatch.watching.drivers import run_sync
 from airflow_provider_azbatch.watching.factory import configured_watcher
