@@ -14,12 +14,8 @@ a step costs:
 - the active and the failed tasks, once no task runs and some failed, when the counts moved (see
   :mod:`.blocking`: tasks that wait on failed tasks end the watch);
 - the states of the streamed tasks, when the counts moved;
-- for each streamed task that runs: one file listing (sizes of stdout and stderr), then one ranged read
-  per stream that grew, of the new bytes only. A task whose output grew is listed every poll; one whose
-  output stays quiet less often: every poll for ``QUIET_LOOKS_PER_LEVEL`` quiet looks, then twice as far
-  apart after every ``QUIET_LOOKS_PER_LEVEL`` more, never more than ``idle_stream_seconds`` apart (the
-  longest a quiet stream's new output waits before it is seen) - as far as the look budget the watch
-  shares with others allows (see :mod:`.budget`).
+- for each streamed task that runs: one file listing, then one ranged read per stream that grew, of the new
+  bytes only, as often as its output grows (:mod:`.following`).
 
 Which output is shown, for jobs of any size: stdout and stderr of the ``streamed`` tasks (the first
 ``max_streamed_tasks`` submitted); for failed tasks, the last lines of stderr in the failure report.
@@ -27,24 +23,17 @@ Which output is shown, for jobs of any size: stdout and stderr of the ``streamed
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
-from dataclasses import dataclass
+from collections.abc import Collection
 from datetime import datetime, timezone
-from typing import Any, Protocol
 
 from airflow_provider_azbatch.model.records import (
-    STDOUT,
-    STREAMS,
     TERMINAL_JOB_STATES,
     ActiveTask,
     FailedTask,
-    FileChunk,
-    FileInfo,
     JobStatus,
     NodeTimes,
     SideTaskRun,
     TaskCounts,
-    epoch_seconds,
 )
 from airflow_provider_azbatch.watching import idle_time
 from airflow_provider_azbatch.watching.blocking import (
@@ -55,6 +44,18 @@ from airflow_provider_azbatch.watching.blocking import (
 )
 from airflow_provider_azbatch.watching.budget import Unlimited
 from airflow_provider_azbatch.watching.calls import Call, Step, ask, raise_first_error
+from airflow_provider_azbatch.watching.following import (
+    DEFAULT_IDLE_STREAM_SECONDS,
+    DEFAULT_PARTIAL_LINE_SECONDS,
+    QUIET_LOOKS_PER_LEVEL,
+    RESTART_NOTICE,
+    TASK_STATES,
+    Emit,
+    LookBudget,
+    OutputFollower,
+    ReadKey,
+    output_prefix,
+)
 from airflow_provider_azbatch.watching.pool_health import PoolProblem, check_pool
 from airflow_provider_azbatch.watching.preemption import (
     SpotFallbackDue,
@@ -62,9 +63,22 @@ from airflow_provider_azbatch.watching.preemption import (
     fallback_available,
     track_attempts,
 )
-from airflow_provider_azbatch.watching.reads import QUIET_READS_PER_LEVEL, ReadSchedule, quiet_wait
-from airflow_provider_azbatch.watching.state import StreamCursor, WatchState
-from airflow_provider_azbatch.watching.streams import Tail
+from airflow_provider_azbatch.watching.reads import ReadSchedule
+from airflow_provider_azbatch.watching.state import WatchState
+
+# What the output's room (.following) names, here where the watch's users have always found it.
+__all__ = [
+    "JOB_STATE_CHECK_SECONDS",
+    "QUIET_LOOKS_PER_LEVEL",
+    "RESTART_NOTICE",
+    "TASK_STATES",
+    "Emit",
+    "JobWatcher",
+    "LookBudget",
+    "ReadKey",
+    "format_progress",
+    "output_prefix",
+]
 
 # Even when task counts do not move, look at the job itself this often.
 JOB_STATE_CHECK_SECONDS = 60.0
@@ -73,25 +87,6 @@ JOB_STATE_CHECK_SECONDS = 60.0
 NODE_SAMPLE_SECONDS = 60.0
 # Failed job preparation runs kept in the state (where they failed, their exit code, where their output is).
 NAMED_PREPARATION_FAILURES = 3
-# A quiet stream is listed every poll for this many looks, then half as often, and so on.
-QUIET_LOOKS_PER_LEVEL = QUIET_READS_PER_LEVEL
-DEFAULT_IDLE_STREAM_SECONDS = 30.0
-DEFAULT_PARTIAL_LINE_SECONDS = 10.0
-
-# Shown in a stream's output where a retried task's new output file starts.
-RESTART_NOTICE = "--- the task started over (retry); its output follows anew ---"
-
-# (Batch task id, or None for lines about the job; the line).
-Emit = Callable[[str | None, str], None]
-
-# A read a shared scheduler grants a watch: a stream (task id, file name), or ``TASK_STATES``.
-ReadKey = tuple[str, str]
-# The read of the states of streamed tasks not started yet (their output can be read once they run).
-TASK_STATES: ReadKey = ("", "task states")
-
-
-class LookBudget(Protocol):
-    def grant(self, wanted: int, now: float) -> int: ...
 
 
 def format_progress(job_id: str, counts: TaskCounts, expected: int | None) -> str:
@@ -100,29 +95,6 @@ def format_progress(job_id: str, counts: TaskCounts, expected: int | None) -> st
         f"Batch job {job_id}: {counts.active} active, {counts.running} running, "
         f"{counts.succeeded} succeeded, {counts.failed} failed{total}"
     )
-
-
-def output_prefix(task_id: str, stream: str) -> str:
-    return f"[{task_id}]" if stream == STDOUT else f"[{task_id}:stderr]"
-
-
-@dataclass
-class _Look:
-    """When a streamed task's files are listed next."""
-
-    next_at: float = 0.0
-    quiet: int = 0
-    looked: bool = False
-
-    @property
-    def active(self) -> bool:
-        """Its output grew at the last look: looked at every poll, whatever the budget."""
-        return self.looked and self.quiet == 0
-
-    def after(self, grew: bool, now: float, poll_interval: float, cap: float) -> None:
-        self.looked = True
-        self.quiet = 0 if grew else self.quiet + 1
-        self.next_at = now + quiet_wait(self.quiet, poll_interval, cap) if self.quiet else now
 
 
 class JobWatcher:
@@ -142,12 +114,6 @@ class JobWatcher:
     ) -> None:
         self.state = state
         self.emit = emit
-        self.stream_output = stream_output
-        self.poll_interval = poll_interval
-        self.max_read_bytes = max_read_bytes
-        self.idle_stream_seconds = idle_stream_seconds
-        self.partial_line_seconds = partial_line_seconds
-        self.look_budget: LookBudget = look_budget or Unlimited()
         # Scheduling of this process's own looks: not part of the state (a resumed watch looks at once).
         self.last_job_check: float | None = None
         self.last_pool_check: float | None = None
@@ -157,14 +123,36 @@ class JobWatcher:
         self.job_state_watched = False
         # The task counts at the last look at the job's dependencies (looked at again when they move).
         self._dependencies_seen_at: dict[str, int] | None = None
-        self._tails: dict[tuple[str, str], Tail] = {}
-        self._looks: dict[str, _Look] = {}
-        # When each followed stream is read next, for a scheduler that grants reads (see read_schedules).
-        self._schedules: dict[ReadKey, ReadSchedule] = {}
-        # Whether the counts moved at the last look at the job; the output requests of the last poll.
+        # Whether the counts moved at the last look at the job.
         self.last_look_moved = False
-        self.output_requests = 0
-        self._saved: dict[tuple[str, str], tuple[int, str | None, bool]] = {}
+        self.output = OutputFollower(
+            state,
+            emit,
+            stream_output=stream_output,
+            poll_interval=poll_interval,
+            max_read_bytes=max_read_bytes,
+            idle_stream_seconds=idle_stream_seconds,
+            partial_line_seconds=partial_line_seconds,
+            look_budget=look_budget or Unlimited(),
+        )
+
+    @property
+    def output_requests(self) -> int:
+        """The output requests of the last poll (a caller may set it to 0 before one)."""
+        return self.output.requests
+
+    @output_requests.setter
+    def output_requests(self, value: int) -> None:
+        self.output.requests = value
+
+    @property
+    def look_budget(self) -> LookBudget:
+        """The looks at quiet streams this watch shares with others."""
+        return self.output.look_budget
+
+    @look_budget.setter
+    def look_budget(self, value: LookBudget) -> None:
+        self.output.look_budget = value
 
     # -- one poll -----------------------------------------------------------------------------------
     def step(self, now: float) -> Step[bool]:
@@ -232,9 +220,9 @@ class JobWatcher:
     def _output_then_over(self, now: float) -> Step[bool]:
         """Show the streamed tasks' new output; True once the job is over and its output shown to the end."""
         try:
-            yield from self._follow_output(now)
+            yield from self.output.follow(now)
         finally:
-            self._save_cursors()
+            self.output.save_cursors()
         return self.job_over() and not self.unfinished_output()
 
     def following(self) -> bool:
@@ -392,262 +380,26 @@ class JobWatcher:
             return state.job_state in ("completed", "deleting")
         return self.all_tasks_done() or state.job_state in TERMINAL_JOB_STATES
 
-    # -- output -------------------------------------------------------------------------------------
+    # -- output (:mod:`.following`) --------------------------------------------------------------------
     def _tasks_to_refresh(self) -> list[str]:
-        """Streamed tasks whose state matters (those not yet finished and shown to the end)."""
-        if not self.stream_output:
-            return []
-        return [task for task in self.state.streamed if not self._flushed(task)]
-
-    def _flushed(self, task: str) -> bool:
-        return self.state.task_states.get(task) == "completed" and all(
-            self._tail(task, stream).cursor.done for stream in STREAMS
-        )
+        return self.output.tasks_to_refresh()
 
     def unfinished_output(self) -> bool:
         """A finished streamed task whose output is not shown to the end yet."""
-        if not self.stream_output:
-            return False
-        return any(
-            self.state.task_states.get(task) == "completed" and not self._flushed(task) for task in self.state.streamed
-        )
+        return self.output.unfinished_output()
 
-    def _tail(self, task: str, stream: str) -> Tail:
-        key = (task, stream)
-        tail = self._tails.get(key)
-        if tail is None:
-            tail = self._tails[key] = Tail(self.state.cursor(task, stream))
-        return tail
-
-    def _save_cursors(self) -> None:
-        # Only cursors that moved: a new dict per stream and poll, kept until the next, would be old enough
-        # for the garbage collector's oldest generation (full collections are what stall a triggerer).
-        for (task, stream), tail in self._tails.items():
-            cursor = tail.cursor
-            mark = (cursor.offset, cursor.created, cursor.done)
-            key = (task, stream)
-            if self._saved.get(key) == mark:
-                continue
-            self._saved[key] = mark
-            if cursor != StreamCursor() or f"{task}/{stream}" in self.state.cursors:
-                self.state.set_cursor(task, stream, cursor)
-
-    def _show(self, task: str, stream: str, lines: list[str]) -> None:
-        prefix = output_prefix(task, stream)
-        for line in lines:
-            self.emit(task, f"{prefix} {line}")
-
-    def _follow_output(self, now: float) -> Step[None]:
-        """The output due by this watch's own cadence (:meth:`step`): every running task whose output grew at
-        its last look, the quiet and new ones as far as the look budget allows, finished ones to the end."""
-        if not self.stream_output:
-            return
-        state = self.state
-        due: list[tuple[str, bool]] = []
-        budgeted: list[tuple[float, str]] = []
-        for task in state.streamed:
-            task_state = state.task_states.get(task)
-            if task_state not in ("running", "completed") or self._flushed(task):
-                continue
-            look = self._looks.setdefault(task, _Look())
-            if task_state == "completed" or (look.active and now >= look.next_at):
-                due.append((task, task_state == "completed"))
-            elif now >= look.next_at:
-                # Never looked at (first) or quiet (longest due first): within the shared budget.
-                budgeted.append((look.next_at if look.looked else float("-inf"), task))
-        budgeted.sort()
-        granted = self.look_budget.grant(len(budgeted), now)
-        due += [(task, False) for _, task in budgeted[:granted]]
-        yield from self._read_files(now, due, [])
-
-    # -- output read as a shared scheduler grants it ------------------------------------------------
     def read_schedules(self, now: float) -> dict[ReadKey, ReadSchedule]:
-        """The reads this watch wants, for a scheduler that grants reads to many watches (a trigger's account
-        view): one per followed stream of a running task, and ``TASK_STATES`` while streamed tasks have not
-        started (whose output can only be read once they run). Each says when it may be read next and how
-        urgently (:mod:`.reads`); the scheduler grants some, and :meth:`look` or :meth:`read` makes them."""
-        wanted: set[ReadKey] = set()
-        if self.stream_output:
-            state = self.state
-            for task in state.streamed:
-                if state.task_states.get(task) == "running" and not self._flushed(task):
-                    wanted.update((task, stream) for stream in STREAMS if not self._tail(task, stream).cursor.done)
-            if self._not_started():
-                wanted.add(TASK_STATES)
-        for key in self._schedules.keys() - wanted:
-            del self._schedules[key]
-        for key in wanted - self._schedules.keys():
-            self._schedules[key] = ReadSchedule(eligible=now)
-        return self._schedules
-
-    def _not_started(self) -> list[str]:
-        return [
-            task
-            for task in self._tasks_to_refresh()
-            if self.state.task_states.get(task) not in ("running", "completed")
-        ]
+        """The reads this watch wants, for a scheduler that grants reads to many watches (see
+        :meth:`.following.OutputFollower.read_schedules`); :meth:`look` or :meth:`read` makes those granted."""
+        return self.output.read_schedules(now)
 
     def _granted_output(self, now: float, grants: Collection[ReadKey]) -> Step[bool]:
         """The granted reads, and a finished task's output to its end; True once the job is over and its output
         shown to the end. ``output_requests`` counts the requests they took."""
-        self.output_requests = 0
+        self.output.requests = 0
         try:
-            if self.stream_output:
-                yield from self._read_granted(now, grants)
+            if self.output.stream_output:
+                yield from self.output.read_granted(now, grants)
         finally:
-            self._save_cursors()
+            self.output.save_cursors()
         return self.job_over() and not self.unfinished_output()
-
-    def _read_granted(self, now: float, grants: Collection[ReadKey]) -> Step[None]:
-        state = self.state
-        if TASK_STATES in grants:
-            waiting = self._not_started()
-            if waiting:
-                self.output_requests += 1
-                (states,) = yield from ask(Call("list_task_states", (state.job_id, tuple(waiting))))
-                state.task_states.update(states)
-                started = sum(1 for task in waiting if states.get(task) in ("running", "completed"))
-                schedule = self._schedules.get(TASK_STATES)
-                if schedule is not None:
-                    schedule.read(started, now, self.poll_interval, self.idle_stream_seconds)
-                    schedule.priority = schedule.eligible  # in turn: a started task's output waits for it
-        listed: list[tuple[str, bool]] = [
-            (task, True)
-            for task in state.streamed
-            if state.task_states.get(task) == "completed" and not self._flushed(task)
-        ]
-        by_task: dict[str, list[str]] = {}
-        for key in grants:
-            task, stream = key
-            if key != TASK_STATES and state.task_states.get(task) == "running" and not self._flushed(task):
-                by_task.setdefault(task, []).append(stream)
-        direct: list[tuple[str, str, tuple[int, int]]] = []
-        for task, streams in by_task.items():
-            spans = [(stream, self._tail(task, stream).direct_range(self.max_read_bytes)) for stream in streams]
-            growing = all(self._schedules.get((task, stream), ReadSchedule()).rate > 0 for stream in streams)
-            if any(span is None for _, span in spans) or (len(streams) > 1 and not growing):
-                listed.append((task, False))  # one listing looks at both streams
-            else:
-                direct += [(task, stream, span) for stream, span in spans if span is not None]
-        yield from self._read_files(now, listed, direct)
-
-    def _read_files(
-        self, now: float, listed: list[tuple[str, bool]], direct: list[tuple[str, str, tuple[int, int]]]
-    ) -> Step[None]:
-        """Read new output: list the files of the ``listed`` tasks (final: the task finished, read to the end)
-        and read what grew; read ``direct`` streams straight from where they were read to (see :mod:`.streams`)."""
-        state = self.state
-        errors: list[BaseException] = []
-        reads: list[tuple[str, str, bool, Call]] = []
-        uploaded: list[tuple[str, str]] = []
-        calls = [Call("list_task_files", (state.job_id, task)) for task, _ in listed]
-        calls += [Call("read_task_file_from", (state.job_id, task, stream, *span)) for task, stream, span in direct]
-        if calls:
-            self.output_requests += len(calls)
-            answers = yield calls
-            for (task, final), listing in zip(listed, answers[: len(listed)], strict=True):
-                if isinstance(listing, BaseException):
-                    errors.append(listing)
-                    continue
-                grew = False
-                for stream in STREAMS:
-                    tail = self._tail(task, stream)
-                    if tail.cursor.done:
-                        continue
-                    info = listing.get(stream) if listing is not None else None
-                    if info is None:
-                        if final and listing is None and state.log_location:
-                            uploaded.append((task, stream))  # the node is gone: read what the task uploaded
-                        elif final:
-                            self._show(task, stream, tail.finish())
-                        self._read_at(task, stream, 0, now)
-                        continue
-                    new = self._plan_read(task, stream, tail, info, final, reads, uploaded=False)
-                    self._read_at(task, stream, new, now)
-                    grew = grew or new > 0
-                self._looks.setdefault(task, _Look()).after(grew, now, self.poll_interval, self.idle_stream_seconds)
-            for (task, stream, span), chunk in zip(direct, answers[len(listed) :], strict=True):
-                if isinstance(chunk, BaseException):
-                    errors.append(chunk)
-                    continue
-                tail = self._tail(task, stream)
-                lines = None if chunk is None else self._take_direct(tail, span, chunk, now)
-                if lines is None:
-                    tail.unknown()  # gone, or not the file read so far: the next read lists the task's files
-                    self._read_at(task, stream, 0, now)
-                    continue
-                self._read_at(task, stream, tail.read_to - span[0] - 1, now)
-                self._show(task, stream, lines)
-        if uploaded:
-            location = state.log_location
-            self.output_requests += len(uploaded)
-            sizes = yield [Call("get_uploaded_log_size", (location, state.job_id, task, s)) for task, s in uploaded]
-            for (task, stream), size in zip(uploaded, sizes, strict=True):
-                tail = self._tail(task, stream)
-                if isinstance(size, BaseException):
-                    errors.append(size)
-                elif size is None:
-                    self._show(task, stream, tail.finish())
-                else:
-                    self._plan_read(task, stream, tail, FileInfo(size, tail.cursor.created), True, reads, True)
-        if reads:
-            self.output_requests += len(reads)
-            answers = yield [call for *_, call in reads]
-            for (task, stream, final, _), data in zip(reads, answers, strict=True):
-                if isinstance(data, BaseException):
-                    errors.append(data)
-                    continue
-                tail = self._tail(task, stream)
-                if data is None:  # vanished between listing and reading
-                    if final:
-                        self._show(task, stream, tail.finish())
-                    continue
-                self._show(task, stream, tail.take(data, now, final=final))
-        for (task, stream), tail in self._tails.items():
-            self._show(task, stream, tail.flush_if_stale(now, self.partial_line_seconds))
-        if errors:
-            raise errors[0]
-
-    def _take_direct(self, tail: Tail, span: tuple[int, int], chunk: FileChunk, now: float) -> list[str] | None:
-        """The lines a direct read completed; None if its answer is not the file read so far."""
-        created = tail.cursor.created
-        if chunk.created is not None and created is not None and _whole_seconds(created) != chunk.created:
-            return None  # another file: the task started over
-        return tail.take_direct(span, chunk.data, now)  # None if it ends before the byte read last, or differs
-
-    def _read_at(self, task: str, stream: str, new_bytes: int, now: float) -> None:
-        schedule = self._schedules.get((task, stream))
-        if schedule is not None:
-            schedule.read(max(new_bytes, 0), now, self.poll_interval, self.idle_stream_seconds)
-
-    def _plan_read(
-        self,
-        task: str,
-        stream: str,
-        tail: Tail,
-        info: FileInfo,
-        final: bool,
-        reads: list[tuple[str, str, bool, Call]],
-        uploaded: bool,
-    ) -> int:
-        """Queue a read of the file's new bytes; how many there are."""
-        if tail.observe(info):
-            self.emit(task, f"{output_prefix(task, stream)} {RESTART_NOTICE}")
-        span = tail.next_range(self.max_read_bytes)
-        if span is None:
-            if final:
-                self._show(task, stream, tail.finish())
-            return 0
-        args: tuple[Any, ...]
-        if uploaded:
-            args = (self.state.log_location, self.state.job_id, task, stream, *span)
-            reads.append((task, stream, final, Call("read_uploaded_log", args)))
-        else:
-            args = (self.state.job_id, task, stream, *span)
-            reads.append((task, stream, final, Call("read_task_file", args)))
-        return info.size - tail.read_to
-
-
-def _whole_seconds(iso: str) -> int | None:
-    seconds = epoch_seconds(iso)
-    return int(seconds) if seconds is not None else None
