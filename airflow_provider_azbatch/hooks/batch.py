@@ -31,12 +31,12 @@ from azure.core.exceptions import (
     ServiceRequestError,
 )
 
-from airflow_provider_azbatch import config
-from airflow_provider_azbatch.compat import AirflowNotFoundException, BaseHook
+from airflow_provider_azbatch.compat import AirflowNotFoundException
 from airflow_provider_azbatch.exceptions import SubmissionStepError
 from airflow_provider_azbatch.hooks import batch_reads as reads
 from airflow_provider_azbatch.hooks import pool_moves, submission_steps
 from airflow_provider_azbatch.hooks.connection import (
+    AzbatchHookBase,
     BatchConnectionSettings,
     ConnectionConfigError,
     ConnectionNotDefinedError,
@@ -80,20 +80,11 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 
-class AzureBatchHook(BaseHook):
+class AzureBatchHook(AzbatchHookBase):
     """Talks to one Azure Batch account through an ``azbatch`` connection.
 
     :param azbatch_conn_id: the connection; default ``[azbatch] default_conn_id`` (``azbatch_default``).
     """
-
-    conn_name_attr = "azbatch_conn_id"
-    default_conn_name = "azbatch_default"
-    conn_type = "azbatch"
-    hook_name = "Azure Batch (azbatch)"
-
-    def __init__(self, azbatch_conn_id: str | None = None) -> None:
-        super().__init__()
-        self.azbatch_conn_id = azbatch_conn_id or config.get_str("default_conn_id")
 
     # -- connection and client ----------------------------------------------------------------------
     @cached_property
@@ -199,11 +190,11 @@ class AzureBatchHook(BaseHook):
             response = self.client.send_request(reads.http_request(request))
             reads.raise_for_status(response)
             return response
-        if isinstance(request, reads.BlobSize):
-            return self.blob_storage("Uploaded task logs").blob_size(request.container, request.blob)
-        if isinstance(request, reads.BlobRead):
+        if isinstance(request, reads.Blob):
             storage = self.blob_storage("Uploaded task logs")
-            return storage.read_blob(request.container, request.blob, request.start, request.end)
+            if request.span is None:
+                return storage.blob_size(request.container, request.blob)
+            return storage.read_blob(request.container, request.blob, *request.span)
         answer = getattr(self.client, request.method)(*request.args, **request.kwargs)
         if isinstance(request, reads.Listing):
             return list(itertools.islice(answer, request.limit))

@@ -17,26 +17,19 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from azure.core.exceptions import HttpResponseError, ResourceNotFoundError
 
 from airflow_provider_azbatch import config
-from airflow_provider_azbatch.compat import AirflowNotFoundException, BaseHook, aget_connection, off_trigger_loop
+from airflow_provider_azbatch.compat import AirflowNotFoundException, aget_connection, off_trigger_loop
 from airflow_provider_azbatch.hooks import batch_reads as reads
 from airflow_provider_azbatch.hooks.batch import JOB_ENDED_CODES
-from airflow_provider_azbatch.hooks.connection import BatchConnectionSettings, ConnectionNotDefinedError, load_settings
+from airflow_provider_azbatch.hooks.connection import (
+    AzbatchHookBase,
+    BatchConnectionSettings,
+    ConnectionNotDefinedError,
+    load_settings,
+)
 from airflow_provider_azbatch.hooks.credentials import build_credential, client_kwargs
 from airflow_provider_azbatch.hooks.errors import error_code
 from airflow_provider_azbatch.hooks.storage import BlobStorage
-from airflow_provider_azbatch.model.records import (
-    ActiveTask,
-    FailedTask,
-    FileChunk,
-    FileEnd,
-    FileInfo,
-    JobChange,
-    JobStatus,
-    NodeTimes,
-    SideTaskRun,
-    TaskAttempt,
-    TaskCounts,
-)
+from airflow_provider_azbatch.model import records
 
 if TYPE_CHECKING:
     from airflow_provider_azbatch.model.outcomes import TaskEnd
@@ -74,20 +67,14 @@ def open_client_count() -> int:
     return len(_leases)
 
 
-class AzureBatchAsyncHook(BaseHook):
+class AzureBatchAsyncHook(AzbatchHookBase):
     """The read primitives of :class:`~airflow_provider_azbatch.hooks.batch.AzureBatchHook`, as coroutines.
 
     Use it inside ``async with hook.connected():``, which leases the shared client.
     """
 
-    conn_name_attr = "azbatch_conn_id"
-    default_conn_name = "azbatch_default"
-    conn_type = "azbatch"
-    hook_name = "Azure Batch (azbatch)"
-
     def __init__(self, azbatch_conn_id: str | None = None) -> None:
-        super().__init__()
-        self.azbatch_conn_id = azbatch_conn_id or config.get_str("default_conn_id")
+        super().__init__(azbatch_conn_id)
         self._lease: _Lease | None = None
 
     async def get_settings(self) -> BatchConnectionSettings:
@@ -137,28 +124,32 @@ class AzureBatchAsyncHook(BaseHook):
         return self._lease.client
 
     # -- read primitives of a watch step (written once, for both hooks: .batch_reads) ------------------------
-    async def get_task_counts(self, job_id: str) -> TaskCounts:
+    async def get_task_counts(self, job_id: str) -> records.TaskCounts:
         return await self._read(reads.task_counts(job_id))
 
-    async def get_job_status(self, job_id: str) -> JobStatus | None:
+    async def get_job_status(self, job_id: str) -> records.JobStatus | None:
         return await self._read(reads.job_status(job_id))
 
     async def list_task_states(self, job_id: str, task_ids: Sequence[str]) -> dict[str, str]:
         return await self._read(reads.task_states(job_id, task_ids))
 
-    async def list_task_attempts(self, job_id: str, task_ids: Sequence[str] | None = None) -> dict[str, TaskAttempt]:
+    async def list_task_attempts(
+        self, job_id: str, task_ids: Sequence[str] | None = None
+    ) -> dict[str, records.TaskAttempt]:
         return await self._read(reads.task_attempts(job_id, task_ids))
 
-    async def list_task_files(self, job_id: str, task_id: str) -> dict[str, FileInfo] | None:
+    async def list_task_files(self, job_id: str, task_id: str) -> dict[str, records.FileInfo] | None:
         return await self._read(reads.task_files(job_id, task_id))
 
     async def read_task_file(self, job_id: str, task_id: str, path: str, start: int, end: int) -> bytes | None:
         return await self._read(reads.task_file(job_id, task_id, path, start, end))
 
-    async def read_task_file_from(self, job_id: str, task_id: str, path: str, start: int, end: int) -> FileChunk | None:
+    async def read_task_file_from(
+        self, job_id: str, task_id: str, path: str, start: int, end: int
+    ) -> records.FileChunk | None:
         return await self._read(reads.task_file_from(job_id, task_id, path, start, end))
 
-    async def read_task_file_tail(self, job_id: str, task_id: str, path: str, max_bytes: int) -> FileEnd | None:
+    async def read_task_file_tail(self, job_id: str, task_id: str, path: str, max_bytes: int) -> records.FileEnd | None:
         return await self._read(reads.task_file_tail(job_id, task_id, path, max_bytes))
 
     async def get_uploaded_log_size(self, location: dict[str, str], job_id: str, task_id: str, name: str) -> int | None:
@@ -175,29 +166,31 @@ class AzureBatchAsyncHook(BaseHook):
     async def list_nodes_in_states(self, pool_id: str, states: Sequence[str]) -> list[Any]:
         return await self._read(reads.nodes_in_states(pool_id, states))
 
-    async def read_node_file_tail(self, pool_id: str, node_id: str, path: str, max_bytes: int) -> FileEnd | None:
+    async def read_node_file_tail(
+        self, pool_id: str, node_id: str, path: str, max_bytes: int
+    ) -> records.FileEnd | None:
         return await self._read(reads.node_file_tail(pool_id, node_id, path, max_bytes))
 
-    async def list_pool_nodes(self, pool_id: str) -> list[NodeTimes] | None:
+    async def list_pool_nodes(self, pool_id: str) -> list[records.NodeTimes] | None:
         return await self._read(reads.pool_nodes(pool_id))
 
-    async def list_active_dependencies(self, job_id: str) -> list[ActiveTask]:
+    async def list_active_dependencies(self, job_id: str) -> list[records.ActiveTask]:
         return await self._read(reads.active_dependencies(job_id))
 
-    async def list_failed_tasks(self, job_id: str) -> list[FailedTask]:
+    async def list_failed_tasks(self, job_id: str) -> list[records.FailedTask]:
         return await self._read(reads.failed_tasks(job_id))
 
     async def list_task_ends(self, job_id: str) -> list[TaskEnd] | None:
         """How every task of a (completed) job ended, for a job event; None if the job is gone."""
         return await self._read(reads.task_ends(job_id))
 
-    async def list_preparation_status(self, job_id: str) -> list[SideTaskRun]:
+    async def list_preparation_status(self, job_id: str) -> list[records.SideTaskRun]:
         return await self._read(reads.preparation_status(job_id))
 
     # -- the account view's look ------------------------------------------------------------------------
     async def list_job_changes(
         self, since: datetime | None, select: Sequence[str] = ()
-    ) -> tuple[list[JobChange], datetime]:
+    ) -> tuple[list[records.JobChange], datetime]:
         """The jobs of the account whose state changed at or after ``since`` (service time), and the service's
         time when it answered (see :func:`.batch_reads.job_changes`)."""
         return await self._read(reads.job_changes(since, select))
@@ -225,10 +218,10 @@ class AzureBatchAsyncHook(BaseHook):
     async def _answer(self, request: reads.Request) -> Any:
         if isinstance(request, reads.Get):
             return await self._get(request)
-        if isinstance(request, reads.BlobSize):
-            return await self._storage().ablob_size(request.container, request.blob)
-        if isinstance(request, reads.BlobRead):
-            return await self._storage().aread_blob(request.container, request.blob, request.start, request.end)
+        if isinstance(request, reads.Blob):
+            if request.span is None:
+                return await self._storage().ablob_size(request.container, request.blob)
+            return await self._storage().aread_blob(request.container, request.blob, *request.span)
         call = getattr(self.client, request.method)(*request.args, **request.kwargs)
         if isinstance(request, reads.Listing):
             items = []

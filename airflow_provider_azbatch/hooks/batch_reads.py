@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from urllib.parse import quote
 
 from azure.batch.models import BatchError
@@ -63,19 +63,7 @@ from airflow_provider_azbatch.hooks.translate import (
     tail_range,
     task_attempt_of,
 )
-from airflow_provider_azbatch.model.records import (
-    ActiveTask,
-    FailedTask,
-    FileChunk,
-    FileEnd,
-    FileInfo,
-    JobChange,
-    JobStatus,
-    NodeTimes,
-    SideTaskRun,
-    TaskAttempt,
-    TaskCounts,
-)
+from airflow_provider_azbatch.model import records
 
 if TYPE_CHECKING:
     from airflow_provider_azbatch.model.outcomes import TaskEnd
@@ -127,55 +115,66 @@ class Get:
 
 
 @dataclass(frozen=True)
-class BlobSize:
-    """The size of a task's log uploaded to Blob storage (None: not uploaded)."""
+class Blob:
+    """A task's log uploaded to Blob storage: its size (None: not uploaded), or with ``span`` its bytes
+    ``start..end``."""
 
     container: str
     blob: str
+    span: tuple[int, int] | None = None
 
 
-@dataclass(frozen=True)
-class BlobRead:
-    """Bytes ``start..end`` of a task's log uploaded to Blob storage."""
-
-    container: str
-    blob: str
-    start: int
-    end: int
-
-
-Request = Call | Get | BlobSize | BlobRead
+Request = Call | Get | Blob
 Read = Generator[Request, Any, T]
+
+
+class _Run(Generic[T]):
+    """A read in progress: its pending request, or its result once it is done."""
+
+    def __init__(self, read: Read[T]) -> None:
+        self._read = read
+        self.done = False
+        self.result: T | None = None
+        self.request: Request = self._resume(lambda: next(read))
+
+    def _resume(self, step: Callable[[], Request]) -> Request:
+        try:
+            self.request = step()
+        except StopIteration as stop:
+            self.done, self.result = True, stop.value
+        return self.request
+
+    def answered(self, response: Any) -> None:
+        self._resume(lambda: self._read.send(response))
+
+    def failed(self, error: Exception) -> None:
+        self._resume(lambda: self._read.throw(error))
 
 
 def drive(read: Read[T], answer: Callable[[Request], Any]) -> T:
     """Run ``read``, answering its requests with ``answer`` (errors are thrown into it)."""
-    try:
-        request = next(read)
-        while True:
-            try:
-                response = answer(request)
-            except Exception as exc:
-                request = read.throw(exc)
-            else:
-                request = read.send(response)
-    except StopIteration as stop:
-        return stop.value
+    run = _Run(read)
+    while not run.done:
+        try:
+            response = answer(run.request)
+        except Exception as exc:
+            run.failed(exc)
+            continue
+        run.answered(response)
+    return run.result  # type: ignore[return-value]
 
 
 async def adrive(read: Read[T], answer: Callable[[Request], Awaitable[Any]]) -> T:
     """:func:`drive` with an asynchronous ``answer``."""
-    try:
-        request = next(read)
-        while True:
-            try:
-                response = await answer(request)
-            except Exception as exc:
-                request = read.throw(exc)
-            else:
-                request = read.send(response)
-    except StopIteration as stop:
-        return stop.value
+    run = _Run(read)
+    while not run.done:
+        try:
+            response = await answer(run.request)
+        except Exception as exc:
+            run.failed(exc)
+        else:
+            run.answered(response)
+    return run.result  # type: ignore[return-value]
 
 
 # -- plain GETs -----------------------------------------------------------------------------------------
@@ -224,12 +223,12 @@ def _pages(url: str, query: dict[str, str] | None = None, *, gated: bool = True)
 
 
 # -- the read primitives of a watch step ---------------------------------------------------------------------
-def task_counts(job_id: str) -> Read[TaskCounts]:
+def task_counts(job_id: str) -> Read[records.TaskCounts]:
     response = yield Get(f"/jobs/{_segment(job_id)}/taskcounts")
     return counts_from_wire(response.json())
 
 
-def job_status(job_id: str) -> Read[JobStatus | None]:
+def job_status(job_id: str) -> Read[records.JobStatus | None]:
     try:
         job = yield Call("get_job", (job_id,), {"select": ["state", "executionInfo"]})
     except ResourceNotFoundError:
@@ -242,7 +241,7 @@ def task_states(job_id: str, task_ids: Sequence[str]) -> Read[dict[str, str]]:
     return {task.id: enum_value(task.state) for task in tasks}
 
 
-def task_attempts(job_id: str, task_ids: Sequence[str] | None) -> Read[dict[str, TaskAttempt]]:
+def task_attempts(job_id: str, task_ids: Sequence[str] | None) -> Read[dict[str, records.TaskAttempt]]:
     """The latest attempt of the tasks named, or of the running ones (at most ``MAX_ATTEMPTS_LISTED``)."""
     where = id_filter(task_ids) if task_ids is not None else RUNNING_FILTER
     listing = Listing("list_tasks", (job_id,), {"filter": where, "select": ATTEMPT_SELECT}, MAX_ATTEMPTS_LISTED)
@@ -250,7 +249,7 @@ def task_attempts(job_id: str, task_ids: Sequence[str] | None) -> Read[dict[str,
     return {task.id: task_attempt_of(task) for task in tasks}
 
 
-def task_files(job_id: str, task_id: str) -> Read[dict[str, FileInfo] | None]:
+def task_files(job_id: str, task_id: str) -> Read[dict[str, records.FileInfo] | None]:
     """The files at the root of the task's directory (stdout.txt, stderr.txt...); None once its node is gone."""
     try:
         _, entries = yield from _pages(f"/jobs/{_segment(job_id)}/tasks/{_segment(task_id)}/files")
@@ -268,7 +267,7 @@ def task_file(job_id: str, task_id: str, path: str, start: int, end: int) -> Rea
     return bytes(response.content)
 
 
-def task_file_from(job_id: str, task_id: str, path: str, start: int, end: int) -> Read[FileChunk | None]:
+def task_file_from(job_id: str, task_id: str, path: str, start: int, end: int) -> Read[records.FileChunk | None]:
     """Bytes ``start..end`` of a task file with its creation time; None if it is gone, no bytes (416) if it
     ends before ``start``."""
     try:
@@ -277,30 +276,30 @@ def task_file_from(job_id: str, task_id: str, path: str, start: int, end: int) -
         return None
     except HttpResponseError as exc:
         if exc.status_code == RANGE_NOT_SATISFIABLE:
-            return FileChunk(b"")
+            return records.FileChunk(b"")
         raise
     return file_chunk_of(response.content, response.headers)
 
 
-def task_file_tail(job_id: str, task_id: str, path: str, max_bytes: int) -> Read[FileEnd | None]:
+def task_file_tail(job_id: str, task_id: str, path: str, max_bytes: int) -> Read[records.FileEnd | None]:
     try:
         properties = yield Call("get_task_file_properties", (job_id, task_id, path))
     except ResourceNotFoundError:
         return None
     span = tail_range(properties.content_length or 0, max_bytes)
     data = (yield from task_file(job_id, task_id, path, *span)) if span else b""
-    return FileEnd(data or b"", whole=span is None or span[0] == 0)
+    return records.FileEnd(data or b"", whole=span is None or span[0] == 0)
 
 
 def uploaded_log_size(location: dict[str, str], job_id: str, task_id: str, name: str) -> Read[int | None]:
     where = LogLocation(**location)
-    size: int | None = yield BlobSize(where.container, where.blob(job_id, task_id, name))
+    size: int | None = yield Blob(where.container, where.blob(job_id, task_id, name))
     return size
 
 
 def uploaded_log(location: dict[str, str], job_id: str, task_id: str, name: str, start: int, end: int) -> Read[bytes]:
     where = LogLocation(**location)
-    data: bytes = yield BlobRead(where.container, where.blob(job_id, task_id, name), start, end)
+    data: bytes = yield Blob(where.container, where.blob(job_id, task_id, name), (start, end))
     return data
 
 
@@ -319,21 +318,21 @@ def nodes_in_states(pool_id: str, states: Sequence[str]) -> Read[list[Any]]:
     return nodes
 
 
-def node_file_tail(pool_id: str, node_id: str, path: str, max_bytes: int) -> Read[FileEnd | None]:
+def node_file_tail(pool_id: str, node_id: str, path: str, max_bytes: int) -> Read[records.FileEnd | None]:
     try:
         properties = yield Call("get_node_file_properties", (pool_id, node_id, path))
         span = tail_range(properties.content_length or 0, max_bytes)
         if span is None:
-            return FileEnd(b"", whole=True)
+            return records.FileEnd(b"", whole=True)
         data = yield Download(
             "download_node_file", (pool_id, node_id, path), {"ocp_range": f"bytes={span[0]}-{span[1]}"}
         )
-        return FileEnd(data, whole=span[0] == 0)
+        return records.FileEnd(data, whole=span[0] == 0)
     except ResourceNotFoundError:
         return None
 
 
-def pool_nodes(pool_id: str) -> Read[list[NodeTimes] | None]:
+def pool_nodes(pool_id: str) -> Read[list[records.NodeTimes] | None]:
     """The pool's nodes with when each was allocated; None once the pool is gone."""
     try:
         nodes = yield Listing("list_nodes", (pool_id,), {"select": NODE_TIMES_SELECT})
@@ -342,19 +341,19 @@ def pool_nodes(pool_id: str) -> Read[list[NodeTimes] | None]:
     return [node_times_of(node) for node in nodes]
 
 
-def active_dependencies(job_id: str) -> Read[list[ActiveTask]]:
+def active_dependencies(job_id: str) -> Read[list[records.ActiveTask]]:
     """The job's active tasks with what they depend on."""
     tasks = yield Listing("list_tasks", (job_id,), {"filter": ACTIVE_FILTER, "select": ACTIVE_SELECT})
     return [active_task_of(task) for task in tasks]
 
 
-def failed_tasks(job_id: str) -> Read[list[FailedTask]]:
+def failed_tasks(job_id: str) -> Read[list[records.FailedTask]]:
     """The job's tasks that completed with a failure, with their exit conditions."""
     tasks = yield Listing("list_tasks", (job_id,), {"filter": FAILED_FILTER, "select": FAILED_SELECT})
     return [failed_task_of(task) for task in tasks]
 
 
-def preparation_status(job_id: str) -> Read[list[SideTaskRun]]:
+def preparation_status(job_id: str) -> Read[list[records.SideTaskRun]]:
     """Every run of the job's preparation and release tasks, one per node and kind."""
     statuses = yield Listing("list_job_preparation_and_release_task_status", (job_id,))
     return [run for status in statuses for run in side_task_runs_of(status)]
@@ -372,7 +371,7 @@ def task_ends(job_id: str) -> Read[list[TaskEnd] | None]:
     return [task_end_of(entry) for entry in entries]
 
 
-def job_changes(since: datetime | None, select: Sequence[str] = ()) -> Read[tuple[list[JobChange], datetime]]:
+def job_changes(since: datetime | None, select: Sequence[str] = ()) -> Read[tuple[list[records.JobChange], datetime]]:
     """The jobs of the account whose state changed at or after ``since`` (service time), and the service's
     time when it answered (the response's ``Date``). ``since`` None lists nothing: a read of the clock.
 

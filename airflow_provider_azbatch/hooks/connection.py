@@ -10,7 +10,8 @@ from enum import Enum
 from typing import Any
 from urllib.parse import urlsplit
 
-from airflow_provider_azbatch.compat import AirflowNotFoundException
+from airflow_provider_azbatch import config
+from airflow_provider_azbatch.compat import AirflowNotFoundException, BaseHook
 from airflow_provider_azbatch.exceptions import AzureBatchValidationError
 from airflow_provider_azbatch.hooks.clouds import CLOUDS, AzureCloud
 
@@ -190,6 +191,22 @@ class BatchConnectionSettings:
                     "client_secret",
                     "is missing: service_principal authentication needs client_secret or client_certificate_path",
                 )
+
+
+class AzbatchHookBase(BaseHook):
+    """What both Batch hooks (sync and async) are to Airflow: hooks of an ``azbatch`` connection.
+
+    :param azbatch_conn_id: the connection; default ``[azbatch] default_conn_id`` (``azbatch_default``).
+    """
+
+    conn_name_attr = "azbatch_conn_id"
+    default_conn_name = "azbatch_default"
+    conn_type = "azbatch"
+    hook_name = "Azure Batch (azbatch)"
+
+    def __init__(self, azbatch_conn_id: str | None = None) -> None:
+        super().__init__()
+        self.azbatch_conn_id = azbatch_conn_id or config.get_str("default_conn_id")
 
 
 def load_settings(conn: Any) -> BatchConnectionSettings:
