@@ -11,8 +11,8 @@ from airflow.utils.cli import suppress_logs_and_warning
 from airflow.utils.providers_configuration_loader import providers_configuration_loaded
 
 from airflow_provider_azbatch.cli.command import CliError, note, run
+from airflow_provider_azbatch.cli.node_table import NODE_DETAIL_COLUMNS, node_details
 from airflow_provider_azbatch.cli.output import Column, print_records, print_structured
-from airflow_provider_azbatch.cli.pools import _errors_text, node_record
 from airflow_provider_azbatch.cli.times import parse_time
 from airflow_provider_azbatch.enums import enum_value
 
@@ -31,37 +31,12 @@ NODES_SELECT = [
 ]
 # Nodes worth a look: their logs are what `upload-logs` without NODE keeps.
 FAILED_STATES = ("starttaskfailed", "unusable", "unknown", "offline")
-NODES_COLUMNS = (
-    Column("id", "node"),
-    Column("state", "state"),
-    Column("scheduling", "scheduling"),
-    Column("kind", "kind"),
-    Column("ip_address", "ip"),
-    Column("allocated", "allocated"),
-    Column("running_tasks", "running"),
-    Column("start_task", "start task"),
-    Column("errors", "errors", _errors_text),
-)
 KEPT_COLUMNS = (
     Column("node_id", "node"),
     Column("files", "files"),
     Column("url", "where"),
     Column("problem", "not kept because"),
 )
-
-
-def node_details(node: Any) -> dict[str, Any]:
-    record = node_record(node)
-    record.update(
-        {
-            "scheduling": enum_value(node.scheduling_state) if node.scheduling_state is not None else None,
-            "kind": "dedicated" if node.is_dedicated else "spot",
-            "ip_address": node.ip_address,
-            "allocated": node.allocation_time,
-            "last_boot": node.last_boot_time,
-        }
-    )
-    return record
 
 
 # -- pools nodes -----------------------------------------------------------------------------------------
@@ -80,7 +55,7 @@ def _pool_nodes(hook: Any, pool_id: str) -> list[Any]:
 
 def _nodes(hook: Any, args: Namespace) -> None:
     nodes = [node_details(node) for node in _pool_nodes(hook, args.pool_id)]
-    print_records(nodes, NODES_COLUMNS, args.output)
+    print_records(nodes, NODE_DETAIL_COLUMNS, args.output)
     failed = [node["id"] for node in nodes if node["state"] in FAILED_STATES]
     if failed and args.output not in ("json", "yaml"):
         note(

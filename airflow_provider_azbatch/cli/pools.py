@@ -14,6 +14,7 @@ from airflow.utils.providers_configuration_loader import providers_configuration
 from airflow_provider_azbatch import config
 from airflow_provider_azbatch.cli.command import CliError, note, run
 from airflow_provider_azbatch.cli.idle_pools import idle_verdict
+from airflow_provider_azbatch.cli.node_table import NODE_COLUMNS, error_record, errors_text, node_record
 from airflow_provider_azbatch.cli.output import (
     Column,
     cell,
@@ -68,10 +69,6 @@ def _nodes_text(by_state: dict[str, int] | None) -> str:
     return ", ".join(f"{count} {state}" for state, count in by_state.items())
 
 
-def _errors_text(errors: list[dict[str, Any]] | None) -> str:
-    return "; ".join(f"{error['code']}: {error['message']}" for error in errors or [])
-
-
 def _hourly_text(usd: float | None) -> str:
     return f"${usd:.4f}" if usd is not None else ""
 
@@ -97,14 +94,7 @@ LIST_COLUMNS = (
     Column("low_priority_nodes", "spot", lambda v: f"{v['current']}/{v['target']}"),
     Column("auto_scale", "autoscale"),
     Column("nodes_by_state", "nodes", _nodes_text),
-    Column("resize_errors", "resize errors", _errors_text),
-)
-NODE_COLUMNS = (
-    Column("id", "node"),
-    Column("state", "state"),
-    Column("running_tasks", "running tasks"),
-    Column("start_task", "start task"),
-    Column("errors", "errors", _errors_text),
+    Column("resize_errors", "resize errors", errors_text),
 )
 RUNNING_COLUMNS = (
     Column("job_id", "job"),
@@ -112,15 +102,6 @@ RUNNING_COLUMNS = (
     Column("node_id", "node"),
     Column("start_time", "started"),
 )
-
-
-def _error(error: Any) -> dict[str, Any]:
-    details = getattr(error, "error_values", None) or getattr(error, "error_details", None) or []
-    return {
-        "code": error.code,
-        "message": error.message,
-        "details": {item.name: item.value for item in details if getattr(item, "name", None)},
-    }
 
 
 def _node_counts(counts: Any) -> dict[str, int]:
@@ -150,7 +131,7 @@ def pool_summary(pool: Any, counts: Any = None) -> dict[str, Any]:
         },
         "auto_scale": bool(pool.enable_auto_scale),
         "nodes_by_state": _node_counts(counts),
-        "resize_errors": [_error(error) for error in pool.resize_errors or []],
+        "resize_errors": [error_record(error) for error in pool.resize_errors or []],
     }
 
 
@@ -257,28 +238,6 @@ def pools_describe(args: Namespace) -> None:
     run(args, _describe)
 
 
-def _start_task(info: Any) -> str | None:
-    if info is None:
-        return None
-    text = enum_value(info.state)
-    if info.exit_code is not None:
-        text += f", exit code {info.exit_code}"
-    if info.failure_info is not None:
-        text += f" ({info.failure_info.code}: {info.failure_info.message})"
-    return text
-
-
-def node_record(node: Any) -> dict[str, Any]:
-    return {
-        "id": node.id,
-        "state": enum_value(node.state) if node.state is not None else None,
-        "running_tasks": node.running_tasks_count,
-        "running_task_slots": node.running_task_slots_count,
-        "start_task": _start_task(node.start_task_info),
-        "errors": [_error(error) for error in node.errors or []],
-    }
-
-
 def running_tasks(nodes: list[Any]) -> list[dict[str, Any]]:
     """The tasks the nodes run now (the primary of a multi-node task as its task, the others as task/n)."""
     found = []
@@ -320,7 +279,7 @@ def describe_pool(hook: Any, pool_id: str) -> dict[str, Any]:
                 "last_evaluation": {
                     "timestamp": run_.timestamp,
                     "results": run_.results,
-                    "error": _error(run_.error) if run_.error is not None else None,
+                    "error": error_record(run_.error) if run_.error is not None else None,
                 }
                 if run_ is not None
                 else None,
@@ -373,7 +332,7 @@ def _describe(hook: Any, args: Namespace) -> None:
             ("Spot nodes", f"{spot['current']} (target {spot['target']})"),
             ("Nodes", _nodes_text(document["nodes_by_state"]) or "none"),
             *_autoscale_fields(document["auto_scale"]),
-            ("Resize errors", "\n".join(_errors_text([error]) for error in document["resize_errors"])),
+            ("Resize errors", "\n".join(errors_text([error]) for error in document["resize_errors"])),
         ]
     )
     if document["nodes"]:
