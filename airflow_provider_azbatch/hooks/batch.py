@@ -291,10 +291,8 @@ class AzureBatchHook(AzbatchHookBase):
             poller = (client or self.client).begin_terminate_job(
                 job_id, BatchJobTerminateOptions(termination_reason=reason), polling_interval=LRO_POLL_SECONDS
             )
-        except ResourceNotFoundError:
-            return False
         except HttpResponseError as exc:
-            if error_code(exc) in JOB_ENDED_CODES:
+            if job_ended(exc):
                 return False
             raise
         if wait:
@@ -303,22 +301,10 @@ class AzureBatchHook(AzbatchHookBase):
 
     def delete_pool(self, pool_id: str, *, wait: bool = False) -> bool:
         """Delete the pool (its nodes are released); False if there is no such pool."""
-        try:
-            poller = self.client.begin_delete_pool(pool_id, polling_interval=LRO_POLL_SECONDS)
-        except ResourceNotFoundError:
-            return False
-        if wait:
-            poller.result()
-        return True
+        return _deleted(lambda: self.client.begin_delete_pool(pool_id, polling_interval=LRO_POLL_SECONDS), wait)
 
     def delete_job(self, job_id: str, *, wait: bool = False) -> bool:
-        try:
-            poller = self.client.begin_delete_job(job_id, polling_interval=LRO_POLL_SECONDS)
-        except ResourceNotFoundError:
-            return False
-        if wait:
-            poller.result()
-        return True
+        return _deleted(lambda: self.client.begin_delete_job(job_id, polling_interval=LRO_POLL_SECONDS), wait)
 
     def subtask_outputs(self, job_id: str, task_id: str, file_name: str = "stdout.txt") -> dict[int, bytes]:
         """Output of each subtask of a multi-node task (read from the subtask's node), by subtask id."""
@@ -478,3 +464,19 @@ class AzureBatchHook(AzbatchHookBase):
     def list_pool_node_counts(self) -> dict[str, batch_models.BatchPoolNodeCounts]:
         """Nodes of every pool of the account by state (one request for all pools), by pool id."""
         return {counts.pool_id: counts for counts in self.client.list_pool_node_counts() if counts.pool_id}
+
+
+def _deleted(begin: Callable[[], Any], wait: bool) -> bool:
+    """Start a delete (and with ``wait``, wait for it); False if there was nothing to delete."""
+    try:
+        poller = begin()
+    except ResourceNotFoundError:
+        return False
+    if wait:
+        poller.result()
+    return True
+
+
+def job_ended(exc: HttpResponseError) -> bool:
+    """The job a request was for is gone, or has ended (or is ending)."""
+    return isinstance(exc, ResourceNotFoundError) or error_code(exc) in JOB_ENDED_CODES

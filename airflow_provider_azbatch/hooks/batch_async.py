@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from azure.core.exceptions import HttpResponseError, ResourceNotFoundError
+from azure.core.exceptions import HttpResponseError
 
 from airflow_provider_azbatch import config
 from airflow_provider_azbatch.compat import AirflowNotFoundException, aget_connection, off_trigger_loop
 from airflow_provider_azbatch.hooks import batch_reads as reads
-from airflow_provider_azbatch.hooks.batch import JOB_ENDED_CODES
+from airflow_provider_azbatch.hooks.batch import job_ended
 from airflow_provider_azbatch.hooks.connection import (
     AzbatchHookBase,
     BatchConnectionSettings,
@@ -27,7 +27,6 @@ from airflow_provider_azbatch.hooks.connection import (
     load_settings,
 )
 from airflow_provider_azbatch.hooks.credentials import build_credential, client_kwargs
-from airflow_provider_azbatch.hooks.errors import error_code
 from airflow_provider_azbatch.hooks.storage import BlobStorage
 from airflow_provider_azbatch.model import records
 
@@ -203,10 +202,8 @@ class AzureBatchAsyncHook(AzbatchHookBase):
 
         try:
             await self.client.begin_terminate_job(job_id, BatchJobTerminateOptions(termination_reason=reason))
-        except ResourceNotFoundError:
-            return False
         except HttpResponseError as exc:
-            if error_code(exc) in JOB_ENDED_CODES:
+            if job_ended(exc):
                 return False
             raise
         return True

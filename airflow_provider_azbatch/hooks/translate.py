@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
@@ -20,6 +19,7 @@ from airflow_provider_azbatch.model.records import (
     SideTaskRun,
     TaskAttempt,
     TaskCounts,
+    wire_time_iso,
 )
 
 POOL_SELECT = [
@@ -51,25 +51,6 @@ def state_filter(states: Sequence[str]) -> str:
 
 def id_filter(ids: Sequence[str]) -> str:
     return " or ".join("id eq '{}'".format(task.replace("'", "''")) for task in ids)
-
-
-# A Batch timestamp as sent: seconds, an optional fraction of any length, "Z" or an offset.
-_WIRE_TIME = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)?")
-
-
-def wire_time_iso(value: str) -> str:
-    """A timestamp from a response body as the SDK's models give it (``datetime.isoformat()``): the
-    fraction cut to microseconds, "Z" as "+00:00". A read that skips the models must record the same
-    string, or a cursor saved by one hook would look like a different file to the other."""
-    match = _WIRE_TIME.fullmatch(value)
-    if match is None:
-        from azure.batch.models import FileProperties
-
-        created = FileProperties({"creationTime": value}).creation_time
-        return created.isoformat() if created else value
-    seconds, fraction, zone = match.groups()
-    text = seconds + (f".{(fraction + '00000')[:6]}" if fraction else "") + ("+00:00" if zone == "Z" else zone or "")
-    return datetime.fromisoformat(text).isoformat()
 
 
 def file_info_from_wire(entry: dict[str, Any]) -> FileInfo:

@@ -6,9 +6,10 @@ triggers read them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from airflow_provider_azbatch.model.exit_options import applied_exit_options
@@ -29,6 +30,34 @@ def epoch_seconds(iso: str | None) -> float | None:
         return datetime.fromisoformat(iso).timestamp() if iso else None
     except ValueError:
         return None
+
+
+# A Batch timestamp as sent: seconds, an optional fraction of any length, "Z" or an offset.
+_WIRE_TIME = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)?")
+
+
+def wire_time_iso(value: str) -> str:
+    """A timestamp from a response body as the SDK's models give it (``datetime.isoformat()``): the
+    fraction cut to microseconds, "Z" as "+00:00". A read that skips the models must record the same
+    string, or a cursor saved by one hook would look like a different file to the other."""
+    match = _WIRE_TIME.fullmatch(value)
+    if match is None:
+        from azure.batch.models import FileProperties
+
+        created = FileProperties({"creationTime": value}).creation_time
+        return created.isoformat() if created else value
+    seconds, fraction, zone = match.groups()
+    text = seconds + (f".{(fraction + '00000')[:6]}" if fraction else "") + ("+00:00" if zone == "Z" else zone or "")
+    return datetime.fromisoformat(text).isoformat()
+
+
+def service_time(value: str) -> datetime:
+    """A listed time (``stateTransitionTime``) as a moment (a value that does not parse counts as long ago)."""
+    try:
+        moment = datetime.fromisoformat(wire_time_iso(value))
+    except ValueError:
+        return datetime.min.replace(tzinfo=timezone.utc)
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
 
 @dataclass(frozen=True)

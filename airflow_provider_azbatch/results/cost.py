@@ -207,18 +207,14 @@ def auto_pool_cost(
     node_seconds: dict[str, float] = defaultdict(float)
     for node in nodes:
         node_seconds["dedicated" if node.dedicated else "spot"] += node.seconds
-    hourly = _hourly(catalog, vm_size)
-    paid = sum(node_seconds.values())
-    return CostReport(
-        basis="node time",
-        vm_size=vm_size,
-        region=catalog.region,
-        prices_date=catalog.retrieved,
-        node_seconds=dict(node_seconds),
+    return _priced(
+        "node time",
+        vm_size,
+        catalog,
+        node_seconds,
+        sum(node_seconds.values()),
         task_seconds=sum(o.duration_seconds or 0.0 for o in outcomes),
         busy_node_seconds=_busy_seconds(outcomes),
-        estimate_usd=None if hourly is None else paid / 3600 * hourly,
-        hourly_usd=hourly,
     )
 
 
@@ -241,15 +237,37 @@ def shared_pool_cost(
         slot_seconds += seconds * slots
         priority = "dedicated" if dedicated_nodes.get(outcome.node_id or "", True) else "spot"
         node_seconds[priority] += seconds * slots / slots_per_node
+    return _priced(
+        "task time per slot",
+        vm_size,
+        catalog,
+        node_seconds,
+        slot_seconds,
+        per_node=slots_per_node,
+        task_seconds=task_seconds,
+        slots_per_node=slots_per_node,
+    )
+
+
+def _priced(
+    basis: str,
+    vm_size: str,
+    catalog: VmCatalog,
+    node_seconds: Mapping[str, float],
+    paid_seconds: float,
+    *,
+    per_node: int = 1,
+    **measured: Any,
+) -> CostReport:
+    """The report of ``paid_seconds`` of nodes (or of slots, ``per_node`` to a node) at the catalog's price."""
     hourly = _hourly(catalog, vm_size)
     return CostReport(
-        basis="task time per slot",
+        basis=basis,
         vm_size=vm_size,
         region=catalog.region,
         prices_date=catalog.retrieved,
         node_seconds=dict(node_seconds),
-        task_seconds=task_seconds,
-        estimate_usd=None if hourly is None else slot_seconds / 3600 * hourly / slots_per_node,
+        estimate_usd=None if hourly is None else paid_seconds / 3600 * hourly / per_node,
         hourly_usd=hourly,
-        slots_per_node=slots_per_node,
+        **measured,
     )

@@ -59,6 +59,7 @@ from airflow_provider_azbatch import config
 from airflow_provider_azbatch.hooks.batch_async import AzureBatchAsyncHook
 from airflow_provider_azbatch.hooks.errors import describe_error, is_transient, retry_after_seconds
 from airflow_provider_azbatch.model.records import JobChange
+from airflow_provider_azbatch.model.records import service_time as _wire_time
 from airflow_provider_azbatch.retries import Backoff
 from airflow_provider_azbatch.triggers.output_reads import OutputReads, Reader
 from airflow_provider_azbatch.triggers.pool_pulse import PoolPulse
@@ -442,17 +443,6 @@ class AccountView:
                 self._wake.clear()
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), delay)
-
-
-def _wire_time(value: str) -> datetime:
-    """A listed ``stateTransitionTime`` as a moment (a value that does not parse counts as long ago)."""
-    from airflow_provider_azbatch.hooks.translate import wire_time_iso
-
-    try:
-        moment = datetime.fromisoformat(wire_time_iso(value))
-    except ValueError:
-        return datetime.min.replace(tzinfo=timezone.utc)
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
 
 _views: dict[tuple[int, str], AccountView] = {}

@@ -111,14 +111,22 @@ class Checkpoints:
 
 async def read_checkpoint(where: dict[str, Any] | None, job_id: str, log: Logger) -> dict[str, Any] | None:
     """The checkpoint of the task instance at ``where`` (None: no task instance), if it is ``job_id``'s."""
+    saved = await read_xcom(aget_xcom, CHECKPOINT_KEY, where, log, "No checkpoint read (%s)")
+    return saved if isinstance(saved, dict) and saved.get("job_id") == job_id else None
+
+
+async def read_xcom(
+    get: Callable[..., Awaitable[Any]], key: str, where: dict[str, Any] | None, log: Logger, unread: str
+) -> Any:
+    """An XCom value of the task instance at ``where`` (None: no task instance, or none read: ``unread`` says
+    why in the debug log)."""
     if where is None:
         return None
     try:
-        saved = await aget_xcom(CHECKPOINT_KEY, **where)
+        return await get(key, **where)
     except Exception as exc:
-        log.debug("No checkpoint read (%s)", exc)
+        log.debug(unread, exc)
         return None
-    return saved if isinstance(saved, dict) and saved.get("job_id") == job_id else None
 
 
 async def write_checkpoint(where: dict[str, Any] | None, state: dict[str, Any], log: Logger) -> None:

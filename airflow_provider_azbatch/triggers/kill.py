@@ -32,6 +32,7 @@ from airflow_provider_azbatch.hooks.batch_async import AzureBatchAsyncHook
 from airflow_provider_azbatch.hooks.errors import describe_error
 from airflow_provider_azbatch.links.job import LINK_XCOM_KEY
 from airflow_provider_azbatch.model.records import TERMINAL_JOB_STATES
+from airflow_provider_azbatch.triggers.checkpoints import read_xcom
 
 if TYPE_CHECKING:
     from airflow_provider_azbatch.triggers.checkpoints import Logger
@@ -211,11 +212,6 @@ async def task_state(where: dict[str, Any] | None) -> str | None:
 async def job_claim(where: dict[str, Any] | None, log: Logger) -> dict[str, Any] | None:
     """What the try that last submitted or reattached to a job for the task instance recorded (XCom
     ``azbatch_job``: its job and try number); None when there is none, or it cannot be read."""
-    if where is None:
-        return None
-    try:
-        claim = await aget_xcom_to_reply(LINK_XCOM_KEY, **where)
-    except Exception as exc:
-        log.debug("The task instance's job record was not read (%s): its state decides alone", exc)
-        return None
+    unread = "The task instance's job record was not read (%s): its state decides alone"
+    claim = await read_xcom(aget_xcom_to_reply, LINK_XCOM_KEY, where, log, unread)
     return claim if isinstance(claim, dict) else None

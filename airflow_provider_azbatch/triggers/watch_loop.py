@@ -134,7 +134,7 @@ class WatchLoop:
             return watch_events.done(job_id, self.watcher.state, lines.take(), self.trigger._shown)
         reads = self.reads
         grants = reads.take() if reads is not None else set()
-        self.watcher.output_requests = 0
+        self.watcher.output.requests = 0
         try:
             done = await self._poll(started, grants)
             overran = time.time() - started  # a stall can come during a poll
@@ -149,7 +149,7 @@ class WatchLoop:
             return await self._after_error(exc)
         finally:
             if reads is not None:
-                reads.charge(self.watcher.output_requests, len(grants))
+                reads.charge(self.watcher.output.requests, len(grants))
                 reads.offer(self.watcher.read_schedules(time.time()))
         self.policy.succeeded()
         # It may have spanned a stall: see the module docstring.

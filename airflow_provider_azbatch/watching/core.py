@@ -137,15 +137,6 @@ class JobWatcher:
         )
 
     @property
-    def output_requests(self) -> int:
-        """The output requests of the last poll (a caller may set it to 0 before one)."""
-        return self.output.requests
-
-    @output_requests.setter
-    def output_requests(self, value: int) -> None:
-        self.output.requests = value
-
-    @property
     def look_budget(self) -> LookBudget:
         """The looks at quiet streams this watch shares with others."""
         return self.output.look_budget
@@ -395,7 +386,7 @@ class JobWatcher:
 
     def _granted_output(self, now: float, grants: Collection[ReadKey]) -> Step[bool]:
         """The granted reads, and a finished task's output to its end; True once the job is over and its output
-        shown to the end. ``output_requests`` counts the requests they took."""
+        shown to the end. ``output.requests`` counts the requests they took."""
         self.output.requests = 0
         try:
             if self.output.stream_output:

@@ -12,7 +12,7 @@ stream straight from where it was read to (see :mod:`.streams`, :meth:`OutputFol
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Protocol
 
 from airflow_provider_azbatch.model.records import STDOUT, STREAMS, FileChunk, FileInfo, epoch_seconds
@@ -70,38 +70,28 @@ class _Look:
         self.next_at = now + quiet_wait(self.quiet, poll_interval, cap) if self.quiet else now
 
 
+@dataclass(eq=False)
 class OutputFollower:
     """What to read next of a job's streamed tasks' output, and the lines the answers give (to ``emit``).
 
     ``requests`` counts the output requests made since a caller last set it to 0.
     """
 
-    def __init__(
-        self,
-        state: WatchState,
-        emit: Emit,
-        *,
-        stream_output: bool,
-        poll_interval: float,
-        max_read_bytes: int,
-        idle_stream_seconds: float,
-        partial_line_seconds: float,
-        look_budget: LookBudget,
-    ) -> None:
-        self.state = state
-        self.emit = emit
-        self.stream_output = stream_output
-        self.poll_interval = poll_interval
-        self.max_read_bytes = max_read_bytes
-        self.idle_stream_seconds = idle_stream_seconds
-        self.partial_line_seconds = partial_line_seconds
-        self.look_budget = look_budget
-        self.requests = 0
-        self._tails: dict[tuple[str, str], Tail] = {}
-        self._looks: dict[str, _Look] = {}
-        # When each followed stream is read next, for a scheduler that grants reads (see read_schedules).
-        self._schedules: dict[ReadKey, ReadSchedule] = {}
-        self._saved: dict[tuple[str, str], tuple[int, str | None, bool]] = {}
+    state: WatchState
+    emit: Emit
+    _: KW_ONLY
+    stream_output: bool
+    poll_interval: float
+    max_read_bytes: int
+    idle_stream_seconds: float
+    partial_line_seconds: float
+    look_budget: LookBudget
+    requests: int = 0
+    _tails: dict[tuple[str, str], Tail] = field(default_factory=dict, init=False)
+    _looks: dict[str, _Look] = field(default_factory=dict, init=False)
+    # When each followed stream is read next, for a scheduler that grants reads (see read_schedules).
+    _schedules: dict[ReadKey, ReadSchedule] = field(default_factory=dict, init=False)
+    _saved: dict[tuple[str, str], tuple[int, str | None, bool]] = field(default_factory=dict, init=False)
 
     # -- where the output stands ----------------------------------------------------------------------
     def tasks_to_refresh(self) -> list[str]:
