@@ -204,10 +204,8 @@ class AzureBatchHook(AzbatchHookBase):
 
     # -- jobs ---------------------------------------------------------------------------------------
     def get_job(self, job_id: str, select: Sequence[str] | None = None) -> batch_models.BatchJob | None:
-        try:
-            return self.client.get_job(job_id, select=list(select) if select else None)
-        except ResourceNotFoundError:
-            return None
+        answer: batch_models.BatchJob | None = self._read(reads.found(_selected("get_job", select, job_id)))
+        return answer
 
     def list_jobs(
         self, filter: str | None = None, select: Sequence[str] | None = None
@@ -323,10 +321,8 @@ class AzureBatchHook(AzbatchHookBase):
 
     # -- pools --------------------------------------------------------------------------------------
     def get_pool(self, pool_id: str, select: Sequence[str] | None = None) -> batch_models.BatchPool | None:
-        try:
-            return self.client.get_pool(pool_id, select=list(select) if select else None)
-        except ResourceNotFoundError:
-            return None
+        answer: batch_models.BatchPool | None = self._read(reads.found(_selected("get_pool", select, pool_id)))
+        return answer
 
     def create_pool(self, pool_id: str, body: dict[str, Any]) -> bool:
         """Create the pool from ``body`` (REST pool fields); False if a pool with this id exists."""
@@ -426,10 +422,8 @@ class AzureBatchHook(AzbatchHookBase):
         return hook
 
     def get_task(self, job_id: str, task_id: str, select: Sequence[str] | None = None) -> batch_models.BatchTask | None:
-        try:
-            return self.client.get_task(job_id, task_id, select=list(select) if select else None)
-        except ResourceNotFoundError:
-            return None
+        answer: batch_models.BatchTask | None = self._read(reads.found(_selected("get_task", select, job_id, task_id)))
+        return answer
 
     def list_subtasks(self, job_id: str, task_id: str) -> list[batch_models.BatchSubtask]:
         """The other instances of a multi-node task (empty for an ordinary task)."""
@@ -446,10 +440,8 @@ class AzureBatchHook(AzbatchHookBase):
     def get_node(
         self, pool_id: str, node_id: str, select: Sequence[str] | None = None
     ) -> batch_models.BatchNode | None:
-        try:
-            return self.client.get_node(pool_id, node_id, select=list(select) if select else None)
-        except ResourceNotFoundError:
-            return None
+        answer: batch_models.BatchNode | None = self._read(reads.found(_selected("get_node", select, pool_id, node_id)))
+        return answer
 
     def upload_node_logs(
         self, pool_id: str, node_id: str, container_url: str, start_time: datetime, end_time: datetime | None = None
@@ -480,3 +472,8 @@ def _deleted(begin: Callable[[], Any], wait: bool) -> bool:
 def job_ended(exc: HttpResponseError) -> bool:
     """The job a request was for is gone, or has ended (or is ending)."""
     return isinstance(exc, ResourceNotFoundError) or error_code(exc) in JOB_ENDED_CODES
+
+
+def _selected(method: str, select: Sequence[str] | None, *args: str) -> reads.Call:
+    """A get of the client with the fields ``select`` names (all when none)."""
+    return reads.Call(method, args, {"select": list(select) if select else None})

@@ -303,12 +303,17 @@ def uploaded_log(location: dict[str, str], job_id: str, task_id: str, name: str,
     return data
 
 
-def pool_snapshot(pool_id: str) -> Read[Any]:
-    """The pool's state, allocation and sizes (a ``BatchPool``); None if there is no such pool."""
+def found(call: Call) -> Read[Any]:
+    """The model ``call`` answers; None if it is gone."""
     try:
-        return (yield Call("get_pool", (pool_id,), {"select": POOL_SELECT}))
+        return (yield call)
     except ResourceNotFoundError:
         return None
+
+
+def pool_snapshot(pool_id: str) -> Read[Any]:
+    """The pool's state, allocation and sizes (a ``BatchPool``); None if there is no such pool."""
+    return (yield from found(Call("get_pool", (pool_id,), {"select": POOL_SELECT})))
 
 
 def nodes_in_states(pool_id: str, states: Sequence[str]) -> Read[list[Any]]:
