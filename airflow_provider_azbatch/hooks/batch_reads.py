@@ -30,7 +30,7 @@ from azure.core.exceptions import (
     ResourceNotModifiedError,
     map_error,
 )
-from azure.core.rest import HttpRequest
+from azure.core.rest import AsyncHttpResponse, HttpRequest, HttpResponse
 
 from airflow_provider_azbatch.enums import enum_value
 from airflow_provider_azbatch.hooks.credentials import BATCH_API_VERSION
@@ -183,14 +183,14 @@ def http_request(get: Get) -> HttpRequest:
     return HttpRequest("GET", get.url, params=params, headers={"Accept": "application/json", **(get.headers or {})})
 
 
-def raise_for_status(response: Any) -> None:
+def raise_for_status(response: HttpResponse | AsyncHttpResponse) -> None:
     """Raise what the SDK's generated operations raise for an answer that is not a success."""
     if response.status_code not in (200, 206):
         map_error(status_code=response.status_code, response=response, error_map=SDK_ERROR_MAP)
         raise HttpResponseError(response=response, model=_batch_error(response))
 
 
-def _batch_error(response: Any) -> BatchError | None:
+def _batch_error(response: HttpResponse | AsyncHttpResponse) -> BatchError | None:
     """The service's error body as the SDK's model (None if the body is not one)."""
     try:
         return BatchError(response.json())

@@ -68,7 +68,7 @@ def _conn_id(value: Any, where: str) -> str | None:
     return value
 
 
-def _check_place(mount: Any, where: str) -> None:
+def _check_place(mount: BlobMount | FileShareMount | NfsMount, where: str) -> None:
     """A mount's path (made relative to the mounts directory), its connection id if it has one, its options."""
     object.__setattr__(mount, "path", _relative_path(mount.path, where))
     _conn_id(getattr(mount, "conn_id", None), where)

@@ -18,6 +18,7 @@ a cancellation, :func:`decide`, without I/O) and terminates the job when it was 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -141,7 +142,7 @@ async def end_job_if_killed(trigger: AzureBatchJobTrigger) -> None:
     await asyncio.shield(_in_background(_terminate_if_killed(trigger)))
 
 
-def _in_background(work: Any) -> asyncio.Future[None]:
+def _in_background(work: Coroutine[Any, Any, None]) -> asyncio.Future[None]:
     future: asyncio.Future[None] = asyncio.ensure_future(work)
     _killing.add(future)  # the loop keeps only weak references to tasks
     future.add_done_callback(_killing.discard)
