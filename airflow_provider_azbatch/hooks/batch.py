@@ -187,7 +187,9 @@ class AzureBatchHook(AzbatchHookBase):
 
     def _answer(self, request: reads.Request) -> Any:
         if isinstance(request, reads.Get):
-            response = self.client.send_request(reads.http_request(request))
+            # Streamed, then read: the pipeline would otherwise decode the body by its type, and fail on a file's.
+            response = self.client.send_request(reads.http_request(request), stream=True)
+            response.read()
             reads.raise_for_status(response)
             return response
         if isinstance(request, reads.Blob):
