@@ -80,7 +80,7 @@ SDK_ERROR_MAP = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Call:
     """``client.<method>(*args, **kwargs)``: one answer (a model)."""
 
@@ -89,19 +89,19 @@ class Call:
     kwargs: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Listing(Call):
     """A paged listing of the SDK client, read to its end or to ``limit`` items: a list."""
 
     limit: int | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Download(Call):
     """A file download of the SDK client: its bytes."""
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Get:
     """A plain GET through the client's pipeline: the response (its body read), errors raised as the SDK's.
 
@@ -114,7 +114,7 @@ class Get:
     gated: bool = True
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Blob:
     """A task's log uploaded to Blob storage: its size (None: not uploaded), or with ``span`` its bytes
     ``start..end``."""
@@ -135,20 +135,19 @@ class _Run(Generic[T]):
         self._read = read
         self.done = False
         self.result: T | None = None
-        self.request: Request = self._resume(lambda: next(read))
-
-    def _resume(self, step: Callable[[], Request]) -> Request:
-        try:
-            self.request = step()
-        except StopIteration as stop:
-            self.done, self.result = True, stop.value
-        return self.request
+        self.answered(None)  # a generator starts with a send of None
 
     def answered(self, response: Any) -> None:
-        self._resume(lambda: self._read.send(response))
+        try:
+            self.request = self._read.send(response)
+        except StopIteration as stop:
+            self.done, self.result = True, stop.value
 
     def failed(self, error: Exception) -> None:
-        self._resume(lambda: self._read.throw(error))
+        try:
+            self.request = self._read.throw(error)
+        except StopIteration as stop:
+            self.done, self.result = True, stop.value
 
 
 def drive(read: Read[T], answer: Callable[[Request], Any]) -> T:
