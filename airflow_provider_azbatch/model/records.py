@@ -13,6 +13,7 @@ from typing import Any
 
 from airflow_provider_azbatch.model.exit_options import applied_exit_options
 from airflow_provider_azbatch.model.lines import last_lines
+from airflow_provider_azbatch.model.verdict import ENDED_STATES
 
 STDOUT, STDERR = "stdout.txt", "stderr.txt"
 
@@ -20,7 +21,8 @@ STDOUT, STDERR = "stdout.txt", "stderr.txt"
 STREAMS = (STDOUT, STDERR)
 
 
-TERMINAL_JOB_STATES = ("completed", "terminating", "deleting")
+# The watch and the trigger read the verdict's ended states under this name.
+TERMINAL_JOB_STATES = ENDED_STATES
 
 
 def epoch_seconds(iso: str | None) -> float | None:

@@ -6,6 +6,7 @@ from typing import Any
 
 from airflow_provider_azbatch.model.outcomes import JobOutcomes, TaskOutcome
 from airflow_provider_azbatch.model.records import STDERR, FileEnd
+from airflow_provider_azbatch.model.verdict import ALL_TASKS_COMPLETE, MAX_WALL_CLOCK, TASK_FAILED
 from airflow_provider_azbatch.watching.blocking import NAMED_TASKS, Blocked
 from airflow_provider_azbatch.watching.calls import Call, Step
 
@@ -17,10 +18,6 @@ STDERR_TAIL_BYTES = 256 * 1024
 
 # How much of the end of a job preparation task's stderr is read.
 TAIL_BYTES = 64 * 1024
-# Terminate reasons of the provider's own, when the watch found that nothing more could run.
-BLOCKED_BY_DEPENDENCIES = "TasksBlockedByFailures"
-BLOCKED_BY_PREPARATION = "JobPreparationFailed"
-BLOCKED_REASONS = {"dependencies": BLOCKED_BY_DEPENDENCIES, "preparation": BLOCKED_BY_PREPARATION}
 # Task ids named in one line of the report.
 NAMED_PER_LINE = 20
 
@@ -40,14 +37,14 @@ def _cause(
         pool = next((node.get("pool_id") for node in blocked.nodes if node.get("pool_id")), None)
         where = f"every node of pool {pool}" if pool else "every node"
         return f"its job preparation task failed on {where}: the job was terminated"
-    if terminate_reason == "MaxWallClockTimeExpiry":
+    if terminate_reason == MAX_WALL_CLOCK:
         return "the job hit its maximum wall clock time and was terminated"
-    if terminate_reason == "TaskFailed":
+    if terminate_reason == TASK_FAILED:
         task = f"task '{first_failure}'" if first_failure else "a task"
         if fail_fast:
             return f"fail_fast: {task} failed and the job was terminated"
         return f"the exit conditions of {task} terminated the job"
-    if terminate_reason and terminate_reason != "AllTasksComplete":
+    if terminate_reason and terminate_reason != ALL_TASKS_COMPLETE:
         return f"the job was terminated: {terminate_reason}"
     return None
 

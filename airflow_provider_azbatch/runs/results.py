@@ -14,7 +14,7 @@ from airflow_provider_azbatch.compute import load_catalog
 from airflow_provider_azbatch.enums import enum_value
 from airflow_provider_azbatch.hooks.errors import describe_error
 from airflow_provider_azbatch.model.outcomes import JobOutcomes
-from airflow_provider_azbatch.model.records import TERMINAL_JOB_STATES
+from airflow_provider_azbatch.model.verdict import ENDED_STATES, TASK_FAILED
 from airflow_provider_azbatch.results.cost import (
     CostReport,
     IdlePool,
@@ -136,7 +136,7 @@ def skip_reason(
         if outcome.exit_code is None or not codes or outcome.exit_code not in codes:
             return None
     consequences = outcomes.ended or outcomes.unfinished
-    if consequences and not (blocked or terminate_reason == "TaskFailed"):
+    if consequences and not (blocked or terminate_reason == TASK_FAILED):
         return None  # the job was ended by something else (its wall clock, a user): a failure
     named = ", ".join(f"{outcome.id} (exit code {outcome.exit_code})" for outcome in failed[:NAMED_SKIPPED])
     if len(failed) > NAMED_SKIPPED:
@@ -307,7 +307,7 @@ def estimate_cost(hook: Any, watcher: JobWatcher, job: Any, outcomes: JobOutcome
         if state.auto_pool_vm_size is not None:
             ended = getattr(getattr(job, "execution_info", None), "end_time", None) or datetime.now(timezone.utc)
             job_state = enum_value(job.state) if job is not None else state.job_state
-            if job_state not in TERMINAL_JOB_STATES and pool_id:
+            if job_state not in ENDED_STATES and pool_id:
                 # Still running (a job kept for on_finish_action, a timeout): its nodes as they are now.
                 watcher.observe_nodes(hook.list_pool_nodes(pool_id), time.time())
             return auto_pool_cost(state.auto_pool_vm_size, node_spans(state.nodes, ended), outcomes.listed, catalog)

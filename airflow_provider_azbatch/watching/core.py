@@ -46,6 +46,7 @@ from airflow_provider_azbatch.model.records import (
     TaskCounts,
     epoch_seconds,
 )
+from airflow_provider_azbatch.model.verdict import RELEASED_STATES, tasks_done
 from airflow_provider_azbatch.watching import idle_time
 from airflow_provider_azbatch.watching.blocking import (
     Blocked,
@@ -376,11 +377,9 @@ class JobWatcher:
 
     def all_tasks_done(self) -> bool:
         counts = self.state.counts
-        if counts is None or counts["active"] or counts["running"]:
-            return False
         # A job watched from outside (the sensor) has no known size: it needs at least one task.
         expected = self.state.expected_tasks if self.state.expected_tasks is not None else 1
-        return counts["completed"] >= expected
+        return counts is not None and tasks_done(TaskCounts.from_json(counts), expected)
 
     def job_over(self) -> bool:
         """Every task finished (and the job's release task ran), the job ended (terminated, hit its wall clock)
@@ -389,7 +388,7 @@ class JobWatcher:
         if state.blocked is not None:
             return True
         if state.has_release:
-            return state.job_state in ("completed", "deleting")
+            return state.job_state in RELEASED_STATES
         return self.all_tasks_done() or state.job_state in TERMINAL_JOB_STATES
 
     # -- output -------------------------------------------------------------------------------------
