@@ -43,8 +43,9 @@ from airflow_provider_azbatch.torchx.states import CANCEL_REASON, FAIL_FAST_REAS
 if TYPE_CHECKING:
     from airflow_provider_azbatch.hooks.batch import AzureBatchHook
     from airflow_provider_azbatch.submission.request import JobRequest
+    from airflow_provider_azbatch.torchx.app import App, Replica
     from airflow_provider_azbatch.torchx.logs import AppFollower
-    from airflow_provider_azbatch.torchx.replicas import App, AppReader, Replica
+    from airflow_provider_azbatch.torchx.replicas import AppReader
 
 SCHEDULER = "azure_batch"
 log = logging.getLogger(__name__)
@@ -252,7 +253,7 @@ class AzureBatchScheduler(WorkspaceMixin[None], Scheduler[AzureBatchOpts]):
     def _failure(self, reader: AppReader, app: App, failed: Replica | None) -> str:
         """Which role and replica failed first, with what exit code, and the end of its stderr; Batch's own
         failure report when no replica says (a node, an image, the wall clock)."""
-        from airflow_provider_azbatch.torchx.replicas import last_lines
+        from airflow_provider_azbatch.torchx.files import last_lines
 
         if failed is None or failed.exit_code is None:
             return self._report(reader.hook, app)
