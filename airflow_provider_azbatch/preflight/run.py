@@ -103,10 +103,7 @@ def check(
         images: list[Any] | Unreadable = capacity.REFUSED
         if report.identity is not None:
             images = _batch(report, settings, credential, where, targets, name)
-        # Which tasks need storage is known from DAGs only (pools given alone say nothing of their tasks).
-        storage_users = targets.storage_users if dags_read else None
-        if require_storage and not storage_users:
-            storage_users = ["the checked runs (--require-storage)"]
+        storage_users = _storage_users(targets, dags_read, require_storage)
         for finding in check_storage(settings, report.identity, name, storage_users):
             report.add(finding)
         created = [target for target in targets.pools if target.kind != "existing"]
@@ -121,6 +118,14 @@ def check(
             with contextlib.suppress(Exception):
                 close()
     return report
+
+
+def _storage_users(targets: Targets, dags_read: bool, require_storage: bool) -> list[str] | None:
+    """The tasks that need a storage account; None when not known (pools given alone say nothing of their tasks)."""
+    users = targets.storage_users if dags_read else None
+    if require_storage and not users:
+        return ["the checked runs (--require-storage)"]
+    return users
 
 
 def _settings(conn_id: str, report: PreflightReport) -> BatchConnectionSettings | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from azure.core.exceptions import (
     ClientAuthenticationError,
@@ -24,6 +24,9 @@ from airflow_provider_azbatch.hooks.errors import root_cause
 from airflow_provider_azbatch.hooks.storage import BlobStorage, storage_account_name
 from airflow_provider_azbatch.preflight.fixes import BLOB_DATA_ROLE, assign_role, storage_scope
 from airflow_provider_azbatch.preflight.report import Finding, Identity, failed, ok, warning
+
+if TYPE_CHECKING:
+    from azure.storage.blob import BlobServiceClient
 
 ACCOUNT = "storage.account"
 CONTAINER = "storage.container"
@@ -73,7 +76,7 @@ def check_storage(
     return findings
 
 
-def _container_left(storage: BlobStorage, service: Any, name: str) -> Finding | None:
+def _container_left(storage: BlobStorage, service: BlobServiceClient, name: str) -> Finding | None:
     """The container deleted (None), or the line saying it is left behind and how to delete it."""
     try:
         service.delete_container(name)
