@@ -108,10 +108,10 @@ def _refused(account: dict[str, Any], pools: Sequence[PoolTarget]) -> tuple[str,
         private = [c for c in properties.get("privateEndpointConnections") or [] if _approved(c)]
         if private and pools and all(pool.subnet_id for pool in pools):
             return None  # reached through its private endpoints: the subnets' DNS is not visible from here
-        where = "their pools are in no virtual network" if not private else "it has private endpoints, but"
+        where = "the pools are in no virtual network" if not private else "not every pool is in a virtual network"
         return (
-            f"storage account '{name}' refuses public network access, and {where} the nodes fetch workspaces and "
-            "functions through SAS URLs from their own addresses",
+            f"storage account '{name}' refuses public network access and {where}, while the nodes fetch workspaces "
+            "and functions through SAS URLs from their own addresses",
             f"{update} --public-network-access Enabled (or reach it through a private endpoint from the pools' "
             "subnet: docs/howto/networking.md)",
         )

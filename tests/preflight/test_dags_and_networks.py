@@ -154,9 +154,9 @@ def test_a_storage_account_refusing_public_access_fails_until_the_fix_is_applied
     network = report.finding("storage.network")
     assert network.status is Status.FAILED
     assert network.detail == (
-        "storage account 'devstoreaccount1' refuses public network access, and their pools are in no virtual "
-        "network the nodes fetch workspaces and functions through SAS URLs from their own addresses: tasks that "
-        "need it (gpu_train.train) would fail"
+        "storage account 'devstoreaccount1' refuses public network access and the pools are in no virtual network, "
+        "while the nodes fetch workspaces and functions through SAS URLs from their own addresses: tasks that need "
+        "it (gpu_train.train) would fail"
     )
     fix = (
         "az storage account update --name devstoreaccount1 --resource-group local-batch --public-network-access Enabled"
