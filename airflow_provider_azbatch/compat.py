@@ -384,15 +384,17 @@ def redirect_stdout_log_handlers_to_stderr() -> None:
     redirect()
 
 
-def dags_in_file(path: str) -> tuple[dict[str, Any], dict[str, str]]:
-    """The DAGs a file defines, by id, and its import errors (file -> error), as the DAG processor reads them."""
+def dags_in_file(path: str, *, safe_mode: bool = False) -> tuple[dict[str, Any], dict[str, str]]:
+    """The DAGs a file (or a folder) defines, by id, and its import errors (file -> error), as the DAG processor
+    reads them; ``safe_mode`` skips files that name neither "dag" nor "airflow" (``[core]
+    dag_discovery_safe_mode``, which the DAG processor applies to its folder)."""
     import inspect
 
     try:  # 3.2+
         from airflow.dag_processing.dagbag import DagBag
     except ImportError:  # 3.0, 3.1
         from airflow.models.dagbag import DagBag  # type: ignore[no-redef,attr-defined,unused-ignore]
-    kwargs: dict[str, Any] = {"safe_mode": False}
+    kwargs: dict[str, Any] = {"safe_mode": safe_mode}
     if "include_examples" in inspect.signature(DagBag).parameters:  # 3.0 to 3.2: else [core] load_examples decides
         kwargs["include_examples"] = False
     bag = DagBag(dag_folder=path, **kwargs)

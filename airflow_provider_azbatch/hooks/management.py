@@ -151,16 +151,24 @@ class ResourceManager:
         )
         return [VmSku.from_json(body) for body in self._pages(path)]
 
+    def resource(self, resource_id: str, api_version: str) -> dict[str, Any]:
+        """Any resource Resource Manager serves, by its id (a storage account, a subnet, the caller's permissions)."""
+        return self._get(resource_id, api_version)
+
+    def resources(self, path: str, api_version: str) -> Iterator[dict[str, Any]]:
+        """The items of a listing, every page."""
+        return self._pages(path, api_version)
+
     # -- plumbing ----------------------------------------------------------------------------------------
-    def _pages(self, path: str) -> Iterator[dict[str, Any]]:
-        page: dict[str, Any] | None = self._get(path)
+    def _pages(self, path: str, api_version: str = API_VERSION) -> Iterator[dict[str, Any]]:
+        page: dict[str, Any] | None = self._get(path, api_version)
         while page is not None:
             yield from page.get("value") or []
             link = page.get("nextLink")
             page = self._get_url(link) if link else None
 
-    def _get(self, path: str) -> dict[str, Any]:
-        return self._get_url(f"{self.endpoint}{path}?api-version={API_VERSION}")
+    def _get(self, path: str, api_version: str = API_VERSION) -> dict[str, Any]:
+        return self._get_url(f"{self.endpoint}{path}?api-version={api_version}")
 
     def _get_url(self, url: str) -> dict[str, Any]:
         request = HttpRequest("GET", url, headers={"Accept": "application/json"})

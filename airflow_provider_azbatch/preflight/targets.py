@@ -30,6 +30,8 @@ class PoolTarget:
     node_agent: str | None = None
     max_nodes: int = 1
     low_priority: bool = False
+    # The virtual network subnet its nodes join (networkConfiguration.subnetId), if any.
+    subnet_id: str | None = None
     # Why the pool cannot be known before the run (a template, a TorchX app's roles), or cannot be made at all.
     unknown_because: str | None = None
     problem: str | None = None
@@ -38,7 +40,16 @@ class PoolTarget:
     def key(self) -> tuple[Any, ...]:
         """Pools made the same way are checked once."""
         image = tuple(sorted(self.image.items()))
-        return (self.kind, self.pool_id, self.vm_size, image, self.node_agent, self.max_nodes, self.low_priority)
+        return (
+            self.kind,
+            self.pool_id,
+            self.vm_size,
+            image,
+            self.node_agent,
+            self.max_nodes,
+            self.low_priority,
+            self.subnet_id,
+        )
 
 
 @dataclass
@@ -77,6 +88,7 @@ def pool_target(
         node_agent=str(vm_config["nodeAgentSKUId"]),
         max_nodes=strategy.max_nodes,
         low_priority=low_priority,
+        subnet_id=(body.get("networkConfiguration") or {}).get("subnetId"),
     )
 
 
