@@ -47,6 +47,8 @@ class Option:
     # Rendered by Jinja when the task runs (an Airflow template field), and how the UI shows it rendered.
     templated: bool = False
     renderer: str | None = None
+    # The Batch REST fields it sets, which overrides may not set over it (see specs/overrides.py).
+    sets: tuple[str, ...] = ()
 
     @property
     def target(self) -> str:
@@ -301,6 +303,7 @@ PARTS: tuple[tuple[str, tuple[Option, ...]], ...] = (
                 "``exit_codes``, ``exit_code_ranges``, ``pre_processing_error``, ``file_upload_error``, ``default`` "
                 "to ``job_action`` / ``dependency_action`` (see "
                 ":mod:`~airflow_provider_azbatch.specs.exit_conditions`).",
+                sets=("exitConditions",),
             ),
             Option(
                 "skip_on_exit_code",
@@ -309,6 +312,7 @@ PARTS: tuple[tuple[str, tuple[Option, ...]], ...] = (
                 "Airflow task; a task's own ``skip_on_exit_code`` wins.",
                 field="skip_codes",
                 check=skip_codes,
+                sets=("exitConditions",),
             ),
             Option(
                 "job_preparation",
@@ -375,6 +379,11 @@ def templated() -> tuple[str, ...]:
 
 def renderers() -> dict[str, str]:
     return {option.name: option.renderer for option in OPTIONS if option.renderer is not None}
+
+
+def owners_of(rest_field: str) -> str:
+    """The options that set a Batch REST field (``exit_conditions or ...``)."""
+    return " or ".join(option.name for option in OPTIONS if rest_field in option.sets)
 
 
 def going_to(where: str) -> tuple[Option, ...]:
