@@ -117,7 +117,7 @@ def build_submission(hook: Any, request: JobRequest, where: TaskInstanceRef | No
         task_overrides=checked.task_overrides,
         fail_fast=request.fail_fast,
         default_exit_conditions=checked.exit_conditions,
-        default_skip_codes=checked.skip_on_exit_code,
+        default_skip_codes=request.skip_codes,
         job_preparation=checked.job_preparation,
         job_release=checked.job_release,
         default_result_file=request.result_file,

@@ -64,8 +64,7 @@ class Expectations:
             if not by_task:
                 checked = request.check(rendered=True)
                 for spec in checked.specs:
-                    skip = spec.skip_on_exit_code if spec.skip_on_exit_code is not None else checked.skip_on_exit_code
-                    by_task[spec.id] = (skip, spec.result_file or request.result_file)
+                    by_task[spec.id] = (spec.skip_codes_or(request.skip_codes), spec.result_file or request.result_file)
             return by_task
 
         def skip_codes(task_id: str) -> frozenset[int] | None:

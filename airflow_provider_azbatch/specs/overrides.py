@@ -29,6 +29,7 @@ from typing import Any
 from azure.batch import models as batch_models
 
 from airflow_provider_azbatch.exceptions import AzureBatchValidationError
+from airflow_provider_azbatch.specs.operator_options import owners_of
 from airflow_provider_azbatch.specs.sdk_fields import SdkField, as_rest, model_fields
 
 _DURATION = re.compile(r"-?P(?=\d|T\d)(\d+(\.\d+)?D)?(T(?=\d)(\d+(\.\d+)?H)?(\d+(\.\d+)?M)?(\d+(\.\d+)?S)?)?")
@@ -304,8 +305,6 @@ TASK_OVERRIDES = OverrideSchema(
         "containerSettings.registry": Owned("the registry credentials, from a connection", "registry_conn_id"),
         "containerSettings.containerRunOptions": Owned("the container's options", "container_run_options"),
         "containerSettings.workingDirectory": Owned("the container's working directory", "container_working_directory"),
-        "exitConditions": Owned(
-            "what exit codes do, with every job action spelled out", "exit_conditions or skip_on_exit_code"
-        ),
+        "exitConditions": Owned("what exit codes do, with every job action spelled out", owners_of("exitConditions")),
     },
 )

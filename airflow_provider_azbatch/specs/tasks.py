@@ -77,6 +77,10 @@ class TaskSpec:
     skip_on_exit_code: frozenset[int] | None = None
     result_file: str | None = None
 
+    def skip_codes_or(self, job_codes: frozenset[int] | None) -> frozenset[int] | None:
+        """The exit codes that skip the Airflow task for this task: its own, or else the job's."""
+        return self.skip_on_exit_code if self.skip_on_exit_code is not None else job_codes
+
     @classmethod
     def parse(cls, value: Any, where: str) -> TaskSpec:
         if isinstance(value, TaskSpec):
