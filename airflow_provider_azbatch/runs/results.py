@@ -29,6 +29,7 @@ from airflow_provider_azbatch.results.failure_report import failure_report, side
 from airflow_provider_azbatch.results.preemptions import PreemptionReport
 from airflow_provider_azbatch.results.summary import summary_lines
 from airflow_provider_azbatch.results.task_results import ResultFileError, read_results
+from airflow_provider_azbatch.specs.tasks import SKIP_CODES
 from airflow_provider_azbatch.specs.workspace import METADATA_KEY as WORKSPACE_METADATA_KEY
 from airflow_provider_azbatch.specs.workspace import STAGED_METADATA_KEY
 from airflow_provider_azbatch.submission.request import JobRequest
@@ -141,7 +142,7 @@ def skip_reason(
     if len(failed) > NAMED_SKIPPED:
         named += f" and {len(failed) - NAMED_SKIPPED} more"
     plural = "s" if len(failed) > 1 else ""
-    return f"Batch job {job_id}: its only failed task{plural} exited with skip_on_exit_code: {named}"
+    return f"Batch job {job_id}: its only failed task{plural} exited with {SKIP_CODES}: {named}"
 
 
 def collect_result(

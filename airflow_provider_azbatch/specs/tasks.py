@@ -15,6 +15,8 @@ from airflow_provider_azbatch.specs.identity import RunAs
 from airflow_provider_azbatch.specs.overrides import TASK_OVERRIDES
 from airflow_provider_azbatch.specs.workspace import Workspace
 
+# The exit codes that skip the Airflow task: a task's own key, and the operator's option of the same name.
+SKIP_CODES = "skip_on_exit_code"
 TASK_FIELDS = (
     "id",
     "command_line",
@@ -34,7 +36,7 @@ TASK_FIELDS = (
     "run_as",
     "overrides",
     "exit_conditions",
-    "skip_on_exit_code",
+    SKIP_CODES,
     "result_file",
 )
 # What a multi-node task's instances run before the primary's command when none is given.
@@ -130,7 +132,7 @@ class TaskSpec:
             run_as=RunAs.parse(value.get("run_as"), f"{where}.run_as"),
             overrides=TASK_OVERRIDES.check(value.get("overrides"), f"{where}.overrides"),
             exit_conditions=ExitConditions.parse(value.get("exit_conditions"), f"{where}.exit_conditions"),
-            skip_on_exit_code=skip_codes(value.get("skip_on_exit_code"), f"{where}.skip_on_exit_code"),
+            skip_on_exit_code=skip_codes(value.get(SKIP_CODES), f"{where}.{SKIP_CODES}"),
             result_file=validation.relative_path(value.get("result_file"), f"{where}.result_file"),
         )
 
