@@ -1,7 +1,7 @@
 """``AzureBatchHook``: one ``azbatch`` connection = one Batch account; every synchronous Batch request.
 
-Besides the usual CRUD, the hook answers the read primitives a watch step is built from
-(:data:`~airflow_provider_azbatch.watching.calls.READ_METHODS`), and makes the submission requests
+Besides the usual CRUD, the hook answers the reads a watch step is built from
+(:class:`~airflow_provider_azbatch.model.reads.BatchReads`), and makes the submission requests
 (create job, add tasks, close the job, create a pool) idempotent and retried: with this provider's
 deterministic job ids they are safe to repeat, so a dropped connection or a 5xx costs a retry, not a
 failed task or a job left half submitted.

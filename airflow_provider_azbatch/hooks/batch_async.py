@@ -77,6 +77,8 @@ from airflow_provider_azbatch.model.records import (
 )
 
 if TYPE_CHECKING:
+    from azure.batch.models import BatchNode, BatchPool
+
     from airflow_provider_azbatch.model.outcomes import TaskEnd
 
 # What the SDK's generated operations raise for these statuses (the others: HttpResponseError).
@@ -272,13 +274,13 @@ class AzureBatchAsyncHook(BaseHook):
         where = LogLocation(**location)
         return await self._storage().aread_blob(where.container, where.blob(job_id, task_id, name), start, end)
 
-    async def get_pool_snapshot(self, pool_id: str) -> Any:
+    async def get_pool_snapshot(self, pool_id: str) -> BatchPool | None:
         try:
             return await self.client.get_pool(pool_id, select=POOL_SELECT)
         except ResourceNotFoundError:
             return None
 
-    async def list_nodes_in_states(self, pool_id: str, states: Sequence[str]) -> list[Any]:
+    async def list_nodes_in_states(self, pool_id: str, states: Sequence[str]) -> list[BatchNode]:
         select = ["id", "state", "stateTransitionTime", "startTaskInfo", "errors"]
         return [node async for node in self.client.list_nodes(pool_id, filter=state_filter(states), select=select)]
 
