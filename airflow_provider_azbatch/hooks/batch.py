@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from functools import cached_property
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote, urlsplit
 
 from azure.batch import BatchClient
@@ -96,6 +96,9 @@ from airflow_provider_azbatch.model.records import (
 )
 from airflow_provider_azbatch.retries import Backoff
 
+if TYPE_CHECKING:
+    from airflow_provider_azbatch.hooks.credentials import BatchCredential
+
 # azure-core logs every request and response at INFO; in a task log that drowns the task's output.
 _HTTP_LOGGER = logging.getLogger("azure.core.pipeline.policies.http_logging_policy")
 if _HTTP_LOGGER.level == logging.NOTSET:
@@ -144,7 +147,7 @@ class AzureBatchHook(BaseHook):
     def client(self) -> BatchClient:
         return self.new_client()
 
-    def new_client(self, credential: Any = None, **overrides: Any) -> BatchClient:
+    def new_client(self, credential: BatchCredential | None = None, **overrides: Any) -> BatchClient:
         """A client with its own connection pool (``client`` is the hook's shared one), with ``credential`` if given
         (one built from the connection, shared by several clients) or a new one."""
         settings = self.settings

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Sequence
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING
 
 from azure.core.exceptions import (
     ClientAuthenticationError,
@@ -24,6 +24,9 @@ from airflow_provider_azbatch.hooks.errors import root_cause
 from airflow_provider_azbatch.hooks.storage import BlobStorage, storage_account_name
 from airflow_provider_azbatch.preflight.fixes import BLOB_DATA_ROLE, assign_role, storage_scope
 from airflow_provider_azbatch.preflight.report import Finding, Identity, failed, ok, warning
+
+if TYPE_CHECKING:
+    from azure.storage.blob import BlobServiceClient
 
 ACCOUNT = "storage.account"
 CONTAINER = "storage.container"
@@ -71,7 +74,9 @@ def check_storage(
     return findings
 
 
-def _blob_and_sas(storage: BlobStorage, service: Any, identity: Identity | None, name: str) -> list[Finding]:
+def _blob_and_sas(
+    storage: BlobStorage, service: BlobServiceClient, identity: Identity | None, name: str
+) -> list[Finding]:
     data = f"airflow azbatch check {name}\n".encode()
     blob = service.get_blob_client(name, BLOB_NAME)
     try:

@@ -21,7 +21,7 @@ import shutil
 import sys
 import tempfile
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from airflow_provider_azbatch import airflowless
@@ -228,7 +228,7 @@ def keep_airflow_home_untouched() -> None:
     os.environ["AIRFLOW_HOME"] = home
 
 
-def portal_url(hook: Any, job_id: str) -> str | None:
+def portal_url(hook: AzureBatchHook, job_id: str) -> str | None:
     """The job in the Azure portal, when the account's subscription and resource group are known."""
     from airflow_provider_azbatch.links.portal import job_url, link_data
 

@@ -19,7 +19,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from torchx.specs import AppState
 
@@ -37,6 +37,11 @@ from airflow_provider_azbatch.torchx.states import (
     replica_state,
     with_replicas,
 )
+
+if TYPE_CHECKING:
+    from azure.batch.models import BatchTask
+
+    from airflow_provider_azbatch.hooks.batch import AzureBatchHook
 
 JOB_SELECT = ["id", "state", "executionInfo", "metadata", "poolInfo"]
 TASK_SELECT = ["id", "state", "executionInfo", "nodeInfo", "containerSettings", "multiInstanceSettings"]
@@ -284,7 +289,7 @@ class App:
 class AppReader:
     """Reads one app (its Batch job) on one account; remembers which subtask runs which replica."""
 
-    def __init__(self, hook: Any, job_id: str, *, has_storage: bool) -> None:
+    def __init__(self, hook: AzureBatchHook, job_id: str, *, has_storage: bool) -> None:
         self.hook = hook
         self.job_id = job_id
         self.has_storage = has_storage
@@ -353,7 +358,7 @@ class AppReader:
         return app
 
     # -- one role --------------------------------------------------------------------------------------------
-    def _role_replicas(self, app: App, role: Role, task: Any, *, records: bool) -> list[Replica]:
+    def _role_replicas(self, app: App, role: Role, task: BatchTask | None, *, records: bool) -> list[Replica]:
         replicas = [Replica(role.name, role.index, role.task_id, k, role.job_id) for k in range(role.num_replicas)]
         if task is None:
             for replica in replicas:
@@ -385,7 +390,7 @@ class AppReader:
         return replicas
 
     def _fill_subtasks(
-        self, app: App, role: Role, task: Any, replicas: list[Replica], retries: int, *, records: bool
+        self, app: App, role: Role, task: BatchTask, replicas: list[Replica], retries: int, *, records: bool
     ) -> set[int]:
         """The replicas on the task's other nodes; which ones were found there."""
         found: set[int] = set()
