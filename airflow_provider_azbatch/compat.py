@@ -173,7 +173,8 @@ def redact(text: str) -> str:
     """``text`` with the secrets this process's masker knows replaced, as Airflow masks log lines (for text
     that leaves the log: a trigger event's output lines, stored in the metadata database)."""
     try:  # 3.1+ (the execution_time module is deprecated there)
-        from airflow.sdk.log import redact as airflow_redact
+        # Airflow re-exports it there without __all__ (mypy --strict: not exported)
+        from airflow.sdk.log import redact as airflow_redact  # type: ignore[attr-defined, unused-ignore]
     except ImportError:  # 3.0
         from airflow.sdk.execution_time.secrets_masker import redact as airflow_redact  # type: ignore[no-redef]
 

@@ -26,6 +26,7 @@ from airflow_provider_azbatch.cli.times import format_duration
 from airflow_provider_azbatch.enums import enum_value
 
 if TYPE_CHECKING:
+    from airflow_provider_azbatch.compute.catalog import VmCatalog
     from airflow_provider_azbatch.hooks.batch import AzureBatchHook
 
 LIST_SELECT = [
@@ -173,13 +174,13 @@ def idle(summary: dict[str, Any]) -> str:
     return "no" if summary["nodes_by_state"].get("running") else "yes"
 
 
-def hourly_usd(summary: dict[str, Any], catalog: Any) -> float | None:
+def hourly_usd(summary: dict[str, Any], catalog: VmCatalog) -> float | None:
     """What the pool's nodes cost an hour now, at the catalog's list price (spot nodes too: an upper bound, as
     the run's cost estimate counts them); None for a size the catalog does not list."""
     size = catalog.find(summary["vm_size"] or "")
     if size is None:
         return None
-    nodes = summary["dedicated_nodes"]["current"] + summary["low_priority_nodes"]["current"]
+    nodes: int = summary["dedicated_nodes"]["current"] + summary["low_priority_nodes"]["current"]
     return round(nodes * size.hourly_usd, 4)
 
 

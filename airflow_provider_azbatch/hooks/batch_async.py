@@ -77,7 +77,9 @@ from airflow_provider_azbatch.model.records import (
 )
 
 if TYPE_CHECKING:
+    from azure.batch.aio import BatchClient as AsyncBatchClient
     from azure.batch.models import BatchNode, BatchPool
+    from azure.core.rest import AsyncHttpResponse
 
     from airflow_provider_azbatch.model.outcomes import TaskEnd
 
@@ -105,7 +107,7 @@ def _batch_error(response: Any) -> BatchError | None:
 
 @dataclass
 class _Lease:
-    client: Any
+    client: AsyncBatchClient
     credential: Any
     settings: BatchConnectionSettings
     users: int = 0
@@ -190,7 +192,7 @@ class AzureBatchAsyncHook(BaseHook):
                             await result
 
     @property
-    def client(self) -> Any:
+    def client(self) -> AsyncBatchClient:
         if self._lease is None:
             raise RuntimeError("AzureBatchAsyncHook is used outside `async with hook.connected()`")
         return self._lease.client
@@ -385,7 +387,7 @@ class AzureBatchAsyncHook(BaseHook):
         query: dict[str, str] | None = None,
         *,
         gated: bool = True,
-    ) -> Any:
+    ) -> AsyncHttpResponse:
         """GET through the client's own pipeline (credential, retries, proxy, user agent), raising what the
         SDK's generated operations raise.
 

@@ -53,7 +53,7 @@ class AzureBatchJobRunFacet(RunFacet):
         return SCHEMA_URL
 
 
-def facets(operator: LineageOperator, moment: str) -> OperatorLineage:
+def facets(operator: LineageOperator, moment: str) -> OperatorLineage[Any, Any]:
     """The lineage of ``operator``'s run at ``moment`` (``start``, ``complete`` or ``failure``); what cannot be known
     (a request that does not check, a connection that cannot be read) is left out, never raised."""
     result = getattr(operator, "lineage_result", None) if moment != "start" else None

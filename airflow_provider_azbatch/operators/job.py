@@ -583,17 +583,21 @@ class AzureBatchJobOperator(BaseOperator):
         self.run.on_kill()
 
     # -- OpenLineage (called by the OpenLineage provider alone: nothing of it is imported otherwise) ----------
-    def get_openlineage_facets_on_start(self) -> OperatorLineage:
+    def get_openlineage_facets_on_start(self) -> OperatorLineage[Any, Any]:
         from airflow_provider_azbatch.lineage.openlineage import facets
 
         return facets(self, "start")
 
-    def get_openlineage_facets_on_complete(self, task_instance: RuntimeTaskInstanceProtocol) -> OperatorLineage:
+    def get_openlineage_facets_on_complete(
+        self, task_instance: RuntimeTaskInstanceProtocol
+    ) -> OperatorLineage[Any, Any]:
         from airflow_provider_azbatch.lineage.openlineage import facets
 
         return facets(self, "complete")
 
-    def get_openlineage_facets_on_failure(self, task_instance: RuntimeTaskInstanceProtocol) -> OperatorLineage:
+    def get_openlineage_facets_on_failure(
+        self, task_instance: RuntimeTaskInstanceProtocol
+    ) -> OperatorLineage[Any, Any]:
         from airflow_provider_azbatch.lineage.openlineage import facets
 
         return facets(self, "failure")

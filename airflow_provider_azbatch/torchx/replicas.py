@@ -124,7 +124,7 @@ class Files:
 class TaskFiles(Files):
     """Replica 0's: the task's own files (on its node)."""
 
-    hook: Any
+    hook: AzureBatchHook
     job_id: str
     task_id: str
 
@@ -140,7 +140,7 @@ class TaskFiles(Files):
 class NodeFiles(Files):
     """Another replica's: its subtask's directory on its node."""
 
-    hook: Any
+    hook: AzureBatchHook
     pool_id: str
     node_id: str
     directory: str
@@ -163,7 +163,7 @@ class NodeFiles(Files):
 class BlobFiles(Files):
     """What was kept in the log container once the node is gone."""
 
-    hook: Any
+    hook: AzureBatchHook
     container: str
     directory: str
     kind = "blob"
