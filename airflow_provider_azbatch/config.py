@@ -8,7 +8,7 @@ SECTION = "azbatch"
 
 
 def _raw(option: str) -> str:
-    default = CONFIG_OPTIONS[option]["default"]
+    default: str = CONFIG_OPTIONS[option]["default"]
     try:
         from airflow_provider_azbatch.compat import conf
     except ImportError:  # pragma: no cover - outside an Airflow installation

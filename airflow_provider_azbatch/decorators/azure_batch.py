@@ -89,7 +89,9 @@ def _refuse_unrunnable(function: Callable[..., Any]) -> None:
     refuse_foreign_decorators(function)
 
 
-def _json_arguments(name: str, op_args: Collection[Any], op_kwargs: Mapping[str, Any]) -> tuple[list[Any], dict]:
+def _json_arguments(
+    name: str, op_args: Collection[Any], op_kwargs: Mapping[str, Any]
+) -> tuple[list[Any], dict[str, Any]]:
     """The arguments as JSON values, or an error naming the one that is not."""
     for label, value in [*((f"argument {i}", v) for i, v in enumerate(op_args)), *op_kwargs.items()]:
         try:

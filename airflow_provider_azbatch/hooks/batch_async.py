@@ -77,6 +77,10 @@ from airflow_provider_azbatch.model.records import (
 )
 
 if TYPE_CHECKING:
+    from azure.batch.aio import BatchClient as AsyncBatchClient
+    from azure.batch.models import BatchNode, BatchPool
+    from azure.core.rest import AsyncHttpResponse
+
     from airflow_provider_azbatch.model.outcomes import TaskEnd
 
 # What the SDK's generated operations raise for these statuses (the others: HttpResponseError).
@@ -103,7 +107,7 @@ def _batch_error(response: Any) -> BatchError | None:
 
 @dataclass
 class _Lease:
-    client: Any
+    client: AsyncBatchClient
     credential: Any
     settings: BatchConnectionSettings
     users: int = 0
@@ -188,7 +192,7 @@ class AzureBatchAsyncHook(BaseHook):
                             await result
 
     @property
-    def client(self) -> Any:
+    def client(self) -> AsyncBatchClient:
         if self._lease is None:
             raise RuntimeError("AzureBatchAsyncHook is used outside `async with hook.connected()`")
         return self._lease.client
@@ -272,13 +276,13 @@ class AzureBatchAsyncHook(BaseHook):
         where = LogLocation(**location)
         return await self._storage().aread_blob(where.container, where.blob(job_id, task_id, name), start, end)
 
-    async def get_pool_snapshot(self, pool_id: str) -> Any:
+    async def get_pool_snapshot(self, pool_id: str) -> BatchPool | None:
         try:
             return await self.client.get_pool(pool_id, select=POOL_SELECT)
         except ResourceNotFoundError:
             return None
 
-    async def list_nodes_in_states(self, pool_id: str, states: Sequence[str]) -> list[Any]:
+    async def list_nodes_in_states(self, pool_id: str, states: Sequence[str]) -> list[BatchNode]:
         select = ["id", "state", "stateTransitionTime", "startTaskInfo", "errors"]
         return [node async for node in self.client.list_nodes(pool_id, filter=state_filter(states), select=select)]
 
@@ -383,7 +387,7 @@ class AzureBatchAsyncHook(BaseHook):
         query: dict[str, str] | None = None,
         *,
         gated: bool = True,
-    ) -> Any:
+    ) -> AsyncHttpResponse:
         """GET through the client's own pipeline (credential, retries, proxy, user agent), raising what the
         SDK's generated operations raise.
 

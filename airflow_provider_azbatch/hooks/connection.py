@@ -6,12 +6,15 @@ import base64
 import binascii
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from airflow_provider_azbatch.compat import AirflowNotFoundException
 from airflow_provider_azbatch.exceptions import AzureBatchValidationError
 from airflow_provider_azbatch.hooks.clouds import CLOUDS, AzureCloud
+
+if TYPE_CHECKING:
+    from airflow_provider_azbatch.compat import ConnectionFields
 
 
 class AuthMethod(str, Enum):
@@ -121,7 +124,7 @@ class BatchConnectionSettings:
         }[self.auth_method]
 
     @classmethod
-    def from_connection(cls, conn: Any) -> BatchConnectionSettings:
+    def from_connection(cls, conn: ConnectionFields) -> BatchConnectionSettings:
         conn_id = conn.conn_id
         extra = _extras(conn)
         # A misspelt extra would otherwise be ignored, and its setting silently default.
@@ -277,7 +280,7 @@ class BatchConnectionSettings:
                 )
 
 
-def load_settings(conn: Any) -> BatchConnectionSettings:
+def load_settings(conn: ConnectionFields) -> BatchConnectionSettings:
     """The connection's settings, its secrets registered with Airflow's secret masker."""
     settings = BatchConnectionSettings.from_connection(conn)
     mask_secrets(settings.secrets)
@@ -293,7 +296,7 @@ def mask_secrets(secrets: list[str]) -> None:
         mask_secret(secret)
 
 
-def _extras(conn: Any) -> dict[str, Any]:
+def _extras(conn: ConnectionFields) -> dict[str, Any]:
     extra = dict(conn.extra_dejson or {})
     # Older UIs store form fields as extra__<conn type>__<name>.
     for key in list(extra):

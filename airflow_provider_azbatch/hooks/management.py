@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
 from azure.core import PipelineClient
@@ -28,6 +28,9 @@ from azure.core.pipeline.policies import (
 from azure.core.rest import HttpRequest
 
 from airflow_provider_azbatch.hooks.proxies import proxy_kwargs
+
+if TYPE_CHECKING:
+    from azure.core.credentials import TokenCredential
 
 # Microsoft.Batch's management API version (stable since 2024-07; the shape of the reads below is the same in
 # every version from 2023-05-01).
@@ -101,7 +104,7 @@ class VmSku:
 class ResourceManager:
     """Reads of ``Microsoft.Batch`` through Resource Manager at ``endpoint``, with a token for ``scope``."""
 
-    def __init__(self, endpoint: str, credential: Any, scope: str, *, ca_bundle: str | None = None) -> None:
+    def __init__(self, endpoint: str, credential: TokenCredential, scope: str, *, ca_bundle: str | None = None) -> None:
         self.endpoint = endpoint.rstrip("/")
         kwargs: dict[str, Any] = proxy_kwargs(self.endpoint)
         if ca_bundle:

@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_provider_azbatch.enums import enum_value
 from airflow_provider_azbatch.model.records import (
@@ -21,6 +21,9 @@ from airflow_provider_azbatch.model.records import (
     TaskAttempt,
     TaskCounts,
 )
+
+if TYPE_CHECKING:
+    from azure.batch.models import BatchTask
 
 POOL_SELECT = [
     "id",
@@ -144,7 +147,7 @@ MAX_ATTEMPTS_LISTED = 1000
 ATTEMPT_SELECT = ["id", "state", "executionInfo", "nodeInfo"]
 
 
-def task_attempt_of(task: Any) -> TaskAttempt:
+def task_attempt_of(task: BatchTask) -> TaskAttempt:
     info = getattr(task, "execution_info", None)
     node = getattr(task, "node_info", None)
     start = getattr(info, "start_time", None) if info is not None else None
@@ -156,14 +159,14 @@ def task_attempt_of(task: Any) -> TaskAttempt:
     )
 
 
-def active_task_of(task: Any) -> ActiveTask:
+def active_task_of(task: BatchTask) -> ActiveTask:
     deps = getattr(task, "depends_on", None)
     ids = tuple(getattr(deps, "task_ids", None) or ()) if deps is not None else ()
     ranges = tuple((r.start, r.end) for r in (getattr(deps, "task_id_ranges", None) or ())) if deps is not None else ()
     return ActiveTask(task.id, ids, ranges)
 
 
-def failed_task_of(task: Any) -> FailedTask:
+def failed_task_of(task: BatchTask) -> FailedTask:
     info = task.execution_info
     failure = getattr(info, "failure_info", None)
     conditions = getattr(task, "exit_conditions", None)

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_provider_azbatch.enums import enum_value
 from airflow_provider_azbatch.model.exit_options import applied_exit_options
 from airflow_provider_azbatch.model.records import TaskCounts
 from airflow_provider_azbatch.model.verdict import task_ended, task_outcome, task_succeeded
+
+if TYPE_CHECKING:
+    from azure.batch.models import BatchTask
 
 # XCom stays small for very large jobs: per-task results are listed up to this many tasks.
 MAX_TASK_RESULTS = 1000
@@ -34,7 +37,7 @@ class TaskOutcome:
     blocked: bool = False
 
     @classmethod
-    def from_sdk(cls, task: Any) -> TaskOutcome:
+    def from_sdk(cls, task: BatchTask) -> TaskOutcome:
         info = task.execution_info
         failure = getattr(info, "failure_info", None) if info is not None else None
         start = getattr(info, "start_time", None) if info is not None else None

@@ -60,7 +60,9 @@ from airflow_provider_azbatch.watching.outages import DEFAULT_MAX_OUTAGE_SECONDS
 from airflow_provider_azbatch.workspace.staged_files import FileForTasks
 
 if TYPE_CHECKING:
+    from airflow.providers.openlineage.extractors import OperatorLineage
     from airflow.sdk import Context
+    from airflow.sdk.types import RuntimeTaskInstanceProtocol
 
 # The trigger's own timeout event fires this long before Airflow's deferral timeout would (measured worst
 # case at 1,000 deferred jobs: a few seconds; see bench/).
@@ -483,17 +485,21 @@ class AzureBatchJobOperator(BaseOperator):
         self.run.on_kill()
 
     # -- OpenLineage (called by the OpenLineage provider alone: nothing of it is imported otherwise) ----------
-    def get_openlineage_facets_on_start(self) -> Any:
+    def get_openlineage_facets_on_start(self) -> OperatorLineage[Any, Any]:
         from airflow_provider_azbatch.lineage.openlineage import facets
 
         return facets(self, "start")
 
-    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+    def get_openlineage_facets_on_complete(
+        self, task_instance: RuntimeTaskInstanceProtocol
+    ) -> OperatorLineage[Any, Any]:
         from airflow_provider_azbatch.lineage.openlineage import facets
 
         return facets(self, "complete")
 
-    def get_openlineage_facets_on_failure(self, task_instance: Any) -> Any:
+    def get_openlineage_facets_on_failure(
+        self, task_instance: RuntimeTaskInstanceProtocol
+    ) -> OperatorLineage[Any, Any]:
         from airflow_provider_azbatch.lineage.openlineage import facets
 
         return facets(self, "failure")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from airflow_provider_azbatch.model.records import STREAMS
 from airflow_provider_azbatch.operators.job import AzureBatchJobOperator
@@ -218,7 +218,11 @@ def _containers(own: ContainerOptions, app: ContainerOptions) -> ContainerOption
     )
 
 
-def _side_task(name: str, own: Any, app: Any) -> Any:
+# A job preparation or release task, as the operator or the app gives it.
+SideTask = TypeVar("SideTask")
+
+
+def _side_task(name: str, own: SideTask | None, app: SideTask | None) -> SideTask | None:
     """The app's job preparation or release task (which keeps the replicas' output), or the operator's: not both."""
     if own is not None and app is not None:
         raise validation.fail(

@@ -6,7 +6,7 @@ import contextlib
 import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit
 
 from azure.core.exceptions import (
@@ -31,6 +31,11 @@ from airflow_provider_azbatch.preflight.network import network_findings
 from airflow_provider_azbatch.preflight.report import Identity, PreflightReport, Status, failed, ok, unknown
 from airflow_provider_azbatch.preflight.storage_access import check_storage
 from airflow_provider_azbatch.preflight.targets import PoolTarget, Targets, targets_of_pools
+
+if TYPE_CHECKING:
+    from azure.core.credentials import TokenCredential
+
+    from airflow_provider_azbatch.hooks.credentials import BatchCredential
 
 CONNECTION = "connection"
 
@@ -188,12 +193,12 @@ def _targets(
 
 
 def _identity(
-    report: PreflightReport, settings: BatchConnectionSettings, credential: Any, account_name: str
+    report: PreflightReport, settings: BatchConnectionSettings, credential: BatchCredential, account_name: str
 ) -> Identity | None:
     if settings.auth_method is AuthMethod.SHARED_KEY:
         return shared_key_identity(account_name)
     try:
-        token = credential.get_token(settings.token_scope)
+        token = cast("TokenCredential", credential).get_token(settings.token_scope)  # not a shared key (above)
     except ClientAuthenticationError as exc:
         message = str(exc.message if getattr(exc, "message", None) else exc).strip().splitlines()
         report.add(
@@ -211,7 +216,7 @@ def _identity(
 def _batch(
     report: PreflightReport,
     settings: BatchConnectionSettings,
-    credential: Any,
+    credential: BatchCredential,
     where: Where,
     targets: Targets,
     name: str,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from azure.core.exceptions import (
     ClientAuthenticationError,
@@ -94,7 +94,9 @@ def _container_left(storage: BlobStorage, service: BlobServiceClient, name: str)
     return None
 
 
-def _blob_and_sas(storage: BlobStorage, service: Any, identity: Identity | None, name: str) -> list[Finding]:
+def _blob_and_sas(
+    storage: BlobStorage, service: BlobServiceClient, identity: Identity | None, name: str
+) -> list[Finding]:
     data = f"airflow azbatch check {name}\n".encode()
     blob = service.get_blob_client(name, BLOB_NAME)
     try:

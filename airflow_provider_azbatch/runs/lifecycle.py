@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_provider_azbatch import config
 from airflow_provider_azbatch.compat import AirflowException, AirflowTaskTimeout
@@ -47,6 +47,11 @@ from airflow_provider_azbatch.watching.pool_health import PoolProblem
 from airflow_provider_azbatch.watching.preemption import SpotFallbackDue
 from airflow_provider_azbatch.watching.state import WatchState
 
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+    from airflow_provider_azbatch.compat import Log
+
 # How long the wait loop lets on_kill's terminate request finish before it sends its own.
 KILL_THREAD_WAIT_SECONDS = 30
 # Rounds of reading left-over output after the trigger's event (each reads up to max_read_bytes per stream).
@@ -60,7 +65,7 @@ def timed_out(job_id: str, execution_timeout: timedelta | None) -> str:
     )
 
 
-def event_in_full(event: dict[str, Any] | None, context: Any, task_id: str) -> dict[str, Any] | None:
+def event_in_full(event: dict[str, Any] | None, context: Context, task_id: str) -> dict[str, Any] | None:
     """The trigger's event with what it left in XCom for the task (its ``result`` key: the watch's final
     state and last lines; see ``AzureBatchJobTrigger._small``), or carried packed, back in it."""
     if event and "packed" in event:  # no XCom for the trigger: the event carries them, packed
@@ -83,7 +88,7 @@ def event_in_full(event: dict[str, Any] | None, context: Any, task_id: str) -> d
 class JobRun:
     """The life of the job of one try (see the module docstring)."""
 
-    def __init__(self, hook: AzureBatchHook, settings: RunSettings, log: Any) -> None:
+    def __init__(self, hook: AzureBatchHook, settings: RunSettings, log: Log) -> None:
         self.hook = hook
         self.settings = settings
         self.log = log

@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_provider_azbatch import config
 from airflow_provider_azbatch.compute import load_catalog
@@ -38,6 +38,10 @@ from airflow_provider_azbatch.watching.core import JobWatcher
 from airflow_provider_azbatch.watching.drivers import run_sync
 from airflow_provider_azbatch.watching.preemption import requeues
 from airflow_provider_azbatch.watching.state import WatchState
+
+if TYPE_CHECKING:
+    from airflow_provider_azbatch.compat import Log
+    from airflow_provider_azbatch.hooks.batch import AzureBatchHook
 
 # Failed tasks named in the reason of a skip.
 NAMED_SKIPPED = 5
@@ -146,11 +150,11 @@ def skip_reason(
 
 
 def collect_result(
-    hook: Any,
+    hook: AzureBatchHook,
     watcher: JobWatcher,
     *,
     failure_tail_lines: int,
-    log: Any,
+    log: Log,
     unfinished_fail: bool = True,
     expectations: Expectations | None = None,
 ) -> RunResult:
@@ -227,7 +231,9 @@ def collect_result(
     )
 
 
-def _add_results(hook: Any, state: WatchState, expectations: Expectations, xcom: dict[str, Any]) -> str | None:
+def _add_results(
+    hook: AzureBatchHook, state: WatchState, expectations: Expectations, xcom: dict[str, Any]
+) -> str | None:
     """Put each task's result file into the XCom result (``results``; a single task's also as
     ``return_value``); the failure if one cannot be read."""
     wanted = expectations.result_files()
@@ -246,7 +252,7 @@ def _add_results(hook: Any, state: WatchState, expectations: Expectations, xcom:
     return None
 
 
-def _warn_of_side_task_failures(hook: Any, state: WatchState, tail_lines: int, log: Any) -> None:
+def _warn_of_side_task_failures(hook: AzureBatchHook, state: WatchState, tail_lines: int, log: Log) -> None:
     """Failed job release tasks (and preparation tasks the job did not have to wait for, or that failed on
     some nodes only) do not fail the run: they are logged as warnings, with the end of their stderr."""
     blocked_by_preparation = state.blocked is not None and state.blocked["reason"] == "preparation"
@@ -264,7 +270,7 @@ def _warn_of_side_task_failures(hook: Any, state: WatchState, tail_lines: int, l
         log.warning("Could not read the job preparation and release task status: %s", describe_error(exc))
 
 
-def idle_pools_of(hook: Any, watcher: JobWatcher, cost: CostReport | None, log: Any) -> list[IdlePool]:
+def idle_pools_of(hook: AzureBatchHook, watcher: JobWatcher, cost: CostReport | None, log: Log) -> list[IdlePool]:
     """What the pools the run used cost idle during it: a pool made for the job from its cost report, the others
     from the watch's samples and one more now."""
     state = watcher.state
@@ -298,7 +304,9 @@ def spot_report(state: WatchState, cost: CostReport | None) -> PreemptionReport 
     )
 
 
-def estimate_cost(hook: Any, watcher: JobWatcher, job: Any, outcomes: JobOutcomes, log: Any) -> CostReport | None:
+def estimate_cost(
+    hook: AzureBatchHook, watcher: JobWatcher, job: Any, outcomes: JobOutcomes, log: Log
+) -> CostReport | None:
     """What the job cost (an estimate from list prices); None when its pool is not known any more."""
     state = watcher.state
     pool_id = state.pool_id or getattr(getattr(job, "execution_info", None), "pool_id", None)

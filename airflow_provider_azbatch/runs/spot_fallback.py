@@ -19,7 +19,7 @@ that the dedicated pool is made with the same connections and secrets as the fir
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING
 
 from airflow_provider_azbatch.compute.autoscale import autoscale_formula
 from airflow_provider_azbatch.runs.pre_submit import prepare_request_pool
@@ -27,8 +27,12 @@ from airflow_provider_azbatch.submission.request import JobRequest
 from airflow_provider_azbatch.submission.task_extras import registry_credentials
 from airflow_provider_azbatch.watching.state import WatchState
 
+if TYPE_CHECKING:
+    from airflow_provider_azbatch.compat import Log
+    from airflow_provider_azbatch.hooks.batch import AzureBatchHook
 
-def fall_back(hook: Any, request: JobRequest, state: WatchState, reason: str, log: Any) -> None:
+
+def fall_back(hook: AzureBatchHook, request: JobRequest, state: WatchState, reason: str, log: Log) -> None:
     """Move the watched job to dedicated nodes; the state then watches it there."""
     spot = state.spot
     assert spot is not None
@@ -59,7 +63,9 @@ def fall_back(hook: Any, request: JobRequest, state: WatchState, reason: str, lo
         assert strategy.requirements is not None
         pool_id = spot_pool
         if strategy.autoscale:
-            slots = hook.get_pool(pool_id, select=["id", "taskSlotsPerNode"]).task_slots_per_node or 1
+            pool = hook.get_pool(pool_id, select=["id", "taskSlotsPerNode"])
+            assert pool is not None  # the Spot pool the job ran in
+            slots = pool.task_slots_per_node or 1
             multi_node = max([1, *spot.get("task_nodes", {}).values()])
             formula = autoscale_formula(
                 strategy.max_nodes, min_nodes=strategy.min_nodes, task_slots_per_node=slots, multi_node=multi_node

@@ -14,7 +14,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from airflow_provider_azbatch import config
 from airflow_provider_azbatch.specs import validation
@@ -441,7 +441,8 @@ def fan_out_of(given: Mapping[str, Any]) -> FanOut | None:
         return FanOut(template, parameters if parameters is not None else [], given["task_id_prefix"] or "task")
     if parameters is not None:
         raise validation.fail("parameters", "only go with command_template")
-    return fan_out
+    # Given as the user gave it: the operator's own check (FanOut.check) refuses anything else, naming the field.
+    return cast("FanOut | None", fan_out)
 
 
 def group_of(group: str, given: Mapping[str, Any], kind: type[Any]) -> Any:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from airflow_provider_azbatch.exceptions import AzureBatchValidationError
 from airflow_provider_azbatch.specs import validation
 from airflow_provider_azbatch.specs.blob_io import InputSpec, OutputSpec, parse_inputs, parse_outputs
 from airflow_provider_azbatch.specs.exit_conditions import ExitConditions, skip_codes
@@ -196,7 +197,7 @@ def parse_tasks(
             spec["coordination_command"] = coordination_command
         try:
             return [TaskSpec.parse(spec, "command")]
-        except validation.AzureBatchValidationError as exc:
+        except AzureBatchValidationError as exc:
             # Name the operator's own parameter, not the task we built from it.
             field = {"command.command_line": "command", "command.num_nodes": "num_nodes"}.get(exc.field, exc.field)
             field = field.replace("command.coordination_command", "coordination_command")

@@ -75,7 +75,7 @@ class AzureBatchJob:
         return json.dumps({"account": self.account.describe(), "app_id": self.app_id, **self.preview}, indent=2)
 
 
-class AzureBatchScheduler(WorkspaceMixin[None], Scheduler[AzureBatchOpts]):
+class AzureBatchScheduler(WorkspaceMixin[None], Scheduler[AzureBatchOpts]):  # type: ignore[misc]  # torchx is untyped
     """Runs TorchX apps as Azure Batch jobs: each role a task, several replicas a multi-instance task."""
 
     def __init__(self, session_name: str) -> None:
@@ -111,7 +111,8 @@ class AzureBatchScheduler(WorkspaceMixin[None], Scheduler[AzureBatchOpts]):
 
         cfg: dict[str, CfgVal] = {}
         config.apply(scheduler=SCHEDULER, cfg=cfg)
-        return self._resolve_cfg(cfg)
+        opts: AzureBatchOpts = self._resolve_cfg(cfg)  # torchx's Scheduler is untyped
+        return opts
 
     def _job(self, app_id: str) -> tuple[AzureBatchHook, str]:
         account, job_id = split_app_id(app_id, self._defaults())
@@ -146,7 +147,7 @@ class AzureBatchScheduler(WorkspaceMixin[None], Scheduler[AzureBatchOpts]):
         from airflow_provider_azbatch.runs.pre_submit import build_submission
         from airflow_provider_azbatch.submission.reattach import submit
 
-        job = dryrun_info.request
+        job: AzureBatchJob = dryrun_info.request  # torchx's AppDryRunInfo is untyped
         if job.request is None:
             raise ValueError(f"app {job.app_id} was read back from Batch (describe_native): it cannot be run again")
         hook = self._hook(job.account)

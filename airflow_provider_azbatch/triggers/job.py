@@ -131,7 +131,10 @@ def _until(deadline: float | None) -> contextlib.AbstractAsyncContextManager[Any
     """A scope cancelled at ``deadline`` (epoch seconds), leaving with ``asyncio.TimeoutError``."""
     if deadline is None:
         return contextlib.nullcontext()
-    return timeout_at(asyncio.get_running_loop().time() + (deadline - time.time()))
+    scope: contextlib.AbstractAsyncContextManager[Any] = timeout_at(
+        asyncio.get_running_loop().time() + (deadline - time.time())
+    )
+    return scope
 
 
 def shared_look_budget() -> TokenBucket:
@@ -297,7 +300,7 @@ class AzureBatchJobTrigger(BaseTrigger):
         terminate_on_kill: bool = False,
         deferred_at: float | None = None,
     ) -> None:
-        super().__init__()
+        super().__init__()  # type: ignore[no-untyped-call]  # Airflow leaves BaseTrigger.__init__ unannotated
         self.azbatch_conn_id = azbatch_conn_id
         self.watch_state = watch_state
         self.poll_interval = poll_interval

@@ -1,7 +1,7 @@
 """The watch of one Batch job, written once for the worker and the triggerer. No I/O.
 
-Each :meth:`JobWatcher.step` is a generator of :class:`~.calls.Call` batches (see :mod:`.drivers`). What
-a step costs:
+Each :meth:`JobWatcher.step` is a generator of :class:`~airflow_provider_azbatch.model.reads.Call` batches (see
+:mod:`.drivers`). What a step costs:
 
 - always one ``taskcounts`` request; the job itself is read when the counts moved, every poll while
   tasks wait and none runs (so a job terminated from outside is noticed at the next poll), and at least
@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Protocol
 
+from airflow_provider_azbatch.model import reads as read
+from airflow_provider_azbatch.model.reads import Call
 from airflow_provider_azbatch.model.records import (
     STDOUT,
     STREAMS,
@@ -55,7 +57,7 @@ from airflow_provider_azbatch.watching.blocking import (
     preparation_blocks_all,
 )
 from airflow_provider_azbatch.watching.budget import Unlimited
-from airflow_provider_azbatch.watching.calls import Call, Step, ask, raise_first_error
+from airflow_provider_azbatch.watching.calls import Step, ask, raise_first_error
 from airflow_provider_azbatch.watching.pool_health import PoolProblem, check_pool
 from airflow_provider_azbatch.watching.preemption import (
     SpotFallbackDue,
@@ -192,9 +194,9 @@ class JobWatcher:
     def _look_at_job(self, now: float) -> Step[None]:
         state = self.state
         check_job = self._job_check_due(now)
-        calls = [Call("get_task_counts", (state.job_id,))]
+        calls: list[Call[Any]] = [read.get_task_counts(state.job_id)]
         if check_job:
-            calls.append(Call("get_job_status", (state.job_id,)))
+            calls.append(read.get_job_status(state.job_id))
         results = yield calls
         raise_first_error(results)
         moved = self._observe_counts(results[0])
@@ -202,12 +204,12 @@ class JobWatcher:
         if check_job:
             self._observe_job(results[1], now)
         elif moved and not self.all_tasks_done() and not self.job_state_watched:
-            (status,) = yield from ask(Call("get_job_status", (state.job_id,)))
+            (status,) = yield from ask(read.get_job_status(state.job_id))
             self._observe_job(status, now)
         if self._dependency_check_due():
             self._dependencies_seen_at = state.counts
             active, failed = yield from ask(
-                Call("list_active_dependencies", (state.job_id,)), Call("list_failed_tasks", (state.job_id,))
+                read.list_active_dependencies(state.job_id), read.list_failed_tasks(state.job_id)
             )
             self._observe_dependencies(active, failed)
         if state.spot is not None and not self.all_tasks_done() and state.job_state not in TERMINAL_JOB_STATES:
@@ -222,12 +224,12 @@ class JobWatcher:
         if self._node_sample_due(now, moved):
             self.last_node_sample = now
             assert state.pool_id is not None
-            (nodes,) = yield from ask(Call("list_pool_nodes", (state.pool_id,)))
+            (nodes,) = yield from ask(read.list_pool_nodes(state.pool_id))
             self.observe_nodes(nodes, now)
             idle_time.sample(state, state.pool_id, nodes, now)
         refresh = self._tasks_to_refresh()
         if refresh and (moved or any(state.task_states.get(task) is None for task in refresh)):
-            (states,) = yield from ask(Call("list_task_states", (state.job_id, tuple(refresh))))
+            (states,) = yield from ask(read.list_task_states(state.job_id, tuple(refresh)))
             state.task_states.update(states)
 
     def _output_then_over(self, now: float) -> Step[bool]:
@@ -308,14 +310,12 @@ class JobWatcher:
     def _check_preparation(self, pool_id: str) -> Step[None]:
         """Tasks wait and none runs: did the job preparation task fail on every node of the pool?"""
         state = self.state
-        runs, pool = yield from ask(
-            Call("list_preparation_status", (state.job_id,)), Call("get_pool_snapshot", (pool_id,))
-        )
+        runs, pool = yield from ask(read.list_preparation_status(state.job_id), read.get_pool_snapshot(pool_id))
         current = (pool.current_dedicated_nodes or 0) + (pool.current_low_priority_nodes or 0) if pool else 0
         failed: list[SideTaskRun] = preparation_blocks_all(runs, current)
         if not failed:
             return
-        (active,) = yield from ask(Call("list_active_dependencies", (state.job_id,)))
+        (active,) = yield from ask(read.list_active_dependencies(state.job_id))
         ids = [task.id for task in active]
         state.blocked = blocked_state(
             "preparation", ids, len(ids), nodes=[run.to_json() for run in failed[:NAMED_PREPARATION_FAILURES]]
@@ -503,7 +503,7 @@ class JobWatcher:
             waiting = self._not_started()
             if waiting:
                 self.output_requests += 1
-                (states,) = yield from ask(Call("list_task_states", (state.job_id, tuple(waiting))))
+                (states,) = yield from ask(read.list_task_states(state.job_id, tuple(waiting)))
                 state.task_states.update(states)
                 started = sum(1 for task in waiting if states.get(task) in ("running", "completed"))
                 schedule = self._schedules.get(TASK_STATES)
@@ -537,10 +537,10 @@ class JobWatcher:
         and read what grew; read ``direct`` streams straight from where they were read to (see :mod:`.streams`)."""
         state = self.state
         errors: list[BaseException] = []
-        reads: list[tuple[str, str, bool, Call]] = []
+        reads: list[tuple[str, str, bool, Call[Any]]] = []
         uploaded: list[tuple[str, str]] = []
-        calls = [Call("list_task_files", (state.job_id, task)) for task, _ in listed]
-        calls += [Call("read_task_file_from", (state.job_id, task, stream, *span)) for task, stream, span in direct]
+        calls: list[Call[Any]] = [read.list_task_files(state.job_id, task) for task, _ in listed]
+        calls += [read.read_task_file_from(state.job_id, task, stream, *span) for task, stream, span in direct]
         if calls:
             self.output_requests += len(calls)
             answers = yield calls
@@ -579,8 +579,9 @@ class JobWatcher:
                 self._show(task, stream, lines)
         if uploaded:
             location = state.log_location
+            assert location is not None  # a task is only read from its uploaded logs when there are some
             self.output_requests += len(uploaded)
-            sizes = yield [Call("get_uploaded_log_size", (location, state.job_id, task, s)) for task, s in uploaded]
+            sizes = yield [read.get_uploaded_log_size(location, state.job_id, task, s) for task, s in uploaded]
             for (task, stream), size in zip(uploaded, sizes, strict=True):
                 tail = self._tail(task, stream)
                 if isinstance(size, BaseException):
@@ -626,7 +627,7 @@ class JobWatcher:
         tail: Tail,
         info: FileInfo,
         final: bool,
-        reads: list[tuple[str, str, bool, Call]],
+        reads: list[tuple[str, str, bool, Call[Any]]],
         uploaded: bool,
     ) -> int:
         """Queue a read of the file's new bytes; how many there are."""
@@ -637,13 +638,14 @@ class JobWatcher:
             if final:
                 self._show(task, stream, tail.finish())
             return 0
-        args: tuple[Any, ...]
+        location = self.state.log_location
         if uploaded:
-            args = (self.state.log_location, self.state.job_id, task, stream, *span)
-            reads.append((task, stream, final, Call("read_uploaded_log", args)))
+            assert location is not None  # only a task whose logs were uploaded is read from them
+            reads.append(
+                (task, stream, final, read.read_uploaded_log(location, self.state.job_id, task, stream, *span))
+            )
         else:
-            args = (self.state.job_id, task, stream, *span)
-            reads.append((task, stream, final, Call("read_task_file", args)))
+            reads.append((task, stream, final, read.read_task_file(self.state.job_id, task, stream, *span)))
         return info.size - tail.read_to
 
 
