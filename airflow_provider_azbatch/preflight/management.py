@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, cast
 
 from airflow_provider_azbatch.hooks.connection import AuthMethod, BatchConnectionSettings
 from airflow_provider_azbatch.hooks.credentials import default_credential
@@ -18,6 +18,8 @@ from airflow_provider_azbatch.preflight.report import Identity
 
 if TYPE_CHECKING:
     from azure.core.credentials import TokenCredential
+
+    from airflow_provider_azbatch.hooks.credentials import BatchCredential
 
 ManagementCredential = Literal["connection", "default"]
 
@@ -38,7 +40,7 @@ class Management:
 @contextlib.contextmanager
 def management_session(
     settings: BatchConnectionSettings,
-    connection_credential: TokenCredential,
+    connection_credential: BatchCredential,
     where: Where,
     identity: Identity | None,
     management_credential: ManagementCredential,
@@ -64,7 +66,7 @@ def management_session(
         yield Management(why, identity, subscription)
         return
     else:
-        credential = connection_credential
+        credential = cast("TokenCredential", connection_credential)  # not a shared key (above)
     try:
         if not subscription:
             why = Unreadable(

@@ -92,16 +92,8 @@ def check(
     )
     targets, dags_read = _targets(report, dag_file, dags_folder, dag_ids, pools)
     name = f"azbatch-check-{secrets.token_hex(4)}"
-    try:
-        credential = build_credential(settings)
-    except (ValueError, OSError) as exc:  # a certificate that cannot be read, for one
-        report.add(
-            failed(
-                batch_access.AUTHENTICATION,
-                f"the {settings.auth_method.value} credential cannot be made: {exc}",
-                fix=settings.credentials_hint(),
-            )
-        )
+    credential = _credential(report, settings)
+    if credential is None:
         return report
     try:
         report.identity = _identity(report, settings, credential, account_name)
@@ -123,6 +115,21 @@ def check(
             with contextlib.suppress(Exception):
                 close()
     return report
+
+
+def _credential(report: PreflightReport, settings: BatchConnectionSettings) -> BatchCredential | None:
+    try:
+        credential: BatchCredential = build_credential(settings)
+    except (ValueError, OSError) as exc:  # a certificate that cannot be read, for one
+        report.add(
+            failed(
+                batch_access.AUTHENTICATION,
+                f"the {settings.auth_method.value} credential cannot be made: {exc}",
+                fix=settings.credentials_hint(),
+            )
+        )
+        return None
+    return credential
 
 
 def _storage_users(targets: Targets, dags_read: bool, require_storage: bool) -> list[str] | None:
