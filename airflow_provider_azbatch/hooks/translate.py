@@ -128,6 +128,7 @@ def node_times_of(node: Any) -> NodeTimes:
         return value.isoformat() if value is not None else None
 
     state = getattr(node, "state", None)
+    recent = getattr(node, "recent_tasks", None) or ()
     return NodeTimes(
         node.id,
         bool(getattr(node, "is_dedicated", True)),
@@ -137,8 +138,14 @@ def node_times_of(node: Any) -> NodeTimes:
         iso("last_boot_time"),
         getattr(node, "running_tasks_count", None),
         getattr(node, "total_tasks_run", None),
-        tuple(dict.fromkeys(task.job_id for task in getattr(node, "recent_tasks", None) or () if task.job_id)),
+        tuple(dict.fromkeys(task.job_id for task in recent if task.job_id)),
+        tuple(_task_span(task) for task in recent if task.execution_info and task.execution_info.start_time),
     )
+
+
+def _task_span(task: Any) -> tuple[str, str | None]:
+    end = task.execution_info.end_time
+    return task.execution_info.start_time.isoformat(), end.isoformat() if end is not None else None
 
 
 RUNNING_FILTER = "state eq 'running'"

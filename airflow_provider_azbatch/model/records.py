@@ -75,7 +75,8 @@ class JobChange:
 class NodeTimes:
     """A node as the pool lists it: whether it is dedicated, when it was allocated, its state since when, and
     when its agent last booted (ISO 8601; None where the listing did not say); the tasks it runs, how many it ran,
-    and the jobs of the tasks that recently ran on it (what the account view's pool pulse compares)."""
+    the jobs of the tasks that recently ran on it (what the account view's pool pulse compares), and when those
+    ran (start, end or None while running: what its idle time is counted from)."""
 
     id: str
     dedicated: bool
@@ -86,6 +87,7 @@ class NodeTimes:
     running_tasks: int | None = None
     tasks_run: int | None = None
     recent_jobs: tuple[str, ...] = ()
+    task_spans: tuple[tuple[str, str | None], ...] = ()
 
 
 @dataclass(frozen=True)

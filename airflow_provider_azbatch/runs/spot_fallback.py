@@ -18,6 +18,7 @@ that the dedicated pool is made with the same connections and secrets as the fir
 
 from __future__ import annotations
 
+import time
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
@@ -25,6 +26,7 @@ from airflow_provider_azbatch.compute.autoscale import autoscale_formula
 from airflow_provider_azbatch.runs.pre_submit import prepare_request_pool
 from airflow_provider_azbatch.submission.request import JobRequest
 from airflow_provider_azbatch.submission.task_extras import registry_credentials
+from airflow_provider_azbatch.watching import idle_time
 from airflow_provider_azbatch.watching.state import WatchState
 
 if TYPE_CHECKING:
@@ -51,6 +53,9 @@ def fall_back(hook: AzureBatchHook, request: JobRequest, state: WatchState, reas
         )
         assert pool_id is not None
         hook.move_job_to_pool(job_id, pool_id)
+        assert spot_pool is not None
+        # The watch samples only the job's pool: the Spot pool's last sample, while the job still used it.
+        idle_time.sample(state, spot_pool, hook.list_pool_nodes(spot_pool), time.time(), left=True)
         log.warning(
             "Batch job %s moved from Spot pool %s to dedicated pool %s (autoscaled: it gives its nodes back once the "
             "job is done); its tasks that were running on Spot nodes start over there",
