@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
 import shlex
 import shutil
@@ -62,7 +63,13 @@ def _runs_make_demo() -> None:
     """``make demo`` as make would run it (``make -n``): its venv's install, then a script, which runs here with this
     venv and must succeed (its install from the public index alone is CI's: .ci/run, demo_public_index)."""
     planned = subprocess.run(
-        ["make", "-n", "demo", f"PYTHON={sys.executable}"], cwd=ROOT, capture_output=True, text=True, timeout=120
+        ["make", "--no-print-directory", "-n", "demo", f"PYTHON={sys.executable}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        # Under `make test` the outer make's flags would make this one say where it enters and leaves.
+        env={k: v for k, v in os.environ.items() if k not in {"MAKEFLAGS", "MAKELEVEL", "MFLAGS"}},
     )
     assert planned.returncode == 0, planned.stderr
     *_, last = planned.stdout.strip().splitlines()
