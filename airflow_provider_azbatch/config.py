@@ -12,7 +12,7 @@ T = TypeVar("T")
 
 
 def _raw(option: str) -> str:
-    default = CONFIG_OPTIONS[option]["default"]
+    default: str = CONFIG_OPTIONS[option]["default"]
     try:
         from airflow_provider_azbatch.compat import conf
     except ImportError:  # pragma: no cover - outside an Airflow installation

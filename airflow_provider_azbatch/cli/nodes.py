@@ -5,7 +5,7 @@ with their state and errors, and their Batch service logs kept in the connection
 from __future__ import annotations
 
 from argparse import Namespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.utils.cli import suppress_logs_and_warning
 from airflow.utils.providers_configuration_loader import providers_configuration_loaded
@@ -15,6 +15,9 @@ from airflow_provider_azbatch.cli.node_table import NODE_DETAIL_COLUMNS, node_de
 from airflow_provider_azbatch.cli.output import Column, print_records, print_structured
 from airflow_provider_azbatch.cli.times import parse_time
 from airflow_provider_azbatch.enums import enum_value
+
+if TYPE_CHECKING:
+    from airflow_provider_azbatch.hooks.batch import AzureBatchHook
 
 NODES_SELECT = [
     "id",
@@ -47,13 +50,13 @@ def pools_nodes(args: Namespace) -> None:
     run(args, _nodes)
 
 
-def _pool_nodes(hook: Any, pool_id: str) -> list[Any]:
+def _pool_nodes(hook: AzureBatchHook, pool_id: str) -> list[Any]:
     if hook.get_pool(pool_id, select=["id"]) is None:
         raise CliError(f"Pool '{pool_id}' does not exist in Batch account '{hook.account_name}'")
     return hook.list_nodes(pool_id, select=NODES_SELECT)
 
 
-def _nodes(hook: Any, args: Namespace) -> None:
+def _nodes(hook: AzureBatchHook, args: Namespace) -> None:
     nodes = [node_details(node) for node in _pool_nodes(hook, args.pool_id)]
     print_records(nodes, NODE_DETAIL_COLUMNS, args.output)
     failed = [node["id"] for node in nodes if node["state"] in FAILED_STATES]
@@ -72,7 +75,7 @@ def pools_upload_logs(args: Namespace) -> None:
     run(args, _upload_logs)
 
 
-def _upload_logs(hook: Any, args: Namespace) -> None:
+def _upload_logs(hook: AzureBatchHook, args: Namespace) -> None:
     from airflow_provider_azbatch import config
     from airflow_provider_azbatch.runs.forensics import MAX_NODES, keep_node_logs
 
@@ -111,4 +114,4 @@ class _Quiet:
     def info(self, message: str, *args: Any) -> None:
         note(message % args)
 
-    warning = info
+    debug = warning = error = exception = info  # a compat.Log

@@ -6,7 +6,7 @@ import sys
 from argparse import Namespace
 from collections import Counter
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.utils.cli import suppress_logs_and_warning
 from airflow.utils.providers_configuration_loader import providers_configuration_loaded
@@ -25,6 +25,10 @@ from airflow_provider_azbatch.cli.output import (
 )
 from airflow_provider_azbatch.cli.times import format_duration
 from airflow_provider_azbatch.enums import enum_value
+
+if TYPE_CHECKING:
+    from airflow_provider_azbatch.compute.catalog import VmCatalog
+    from airflow_provider_azbatch.hooks.batch import AzureBatchHook
 
 LIST_SELECT = [
     "id",
@@ -151,17 +155,17 @@ def idle(summary: dict[str, Any]) -> str:
     return "no" if summary["nodes_by_state"].get("running") else "yes"
 
 
-def hourly_usd(summary: dict[str, Any], catalog: Any) -> float | None:
+def hourly_usd(summary: dict[str, Any], catalog: VmCatalog) -> float | None:
     """What the pool's nodes cost an hour now, at the catalog's list price (spot nodes too: an upper bound, as
     the run's cost estimate counts them); None for a size the catalog does not list."""
     size = catalog.find(summary["vm_size"] or "")
     if size is None:
         return None
-    nodes = summary["dedicated_nodes"]["current"] + summary["low_priority_nodes"]["current"]
+    nodes: int = summary["dedicated_nodes"]["current"] + summary["low_priority_nodes"]["current"]
     return round(nodes * size.hourly_usd, 4)
 
 
-def _list(hook: Any, args: Namespace) -> None:
+def _list(hook: AzureBatchHook, args: Namespace) -> None:
     from airflow_provider_azbatch.compute import load_catalog
 
     catalog = load_catalog()
@@ -210,7 +214,7 @@ def _confirm(question: str) -> bool:
         return False
 
 
-def _delete(hook: Any, args: Namespace) -> None:
+def _delete(hook: AzureBatchHook, args: Namespace) -> None:
     pool = hook.get_pool(args.pool_id, select=LIST_SELECT)
     if pool is None:
         raise CliError(f"Pool '{args.pool_id}' does not exist in Batch account '{hook.account_name}'")
@@ -259,7 +263,7 @@ def running_tasks(nodes: list[Any]) -> list[dict[str, Any]]:
     return sorted(found, key=lambda task: (task["job_id"] or "", task["task_id"] or ""))
 
 
-def describe_pool(hook: Any, pool_id: str) -> dict[str, Any]:
+def describe_pool(hook: AzureBatchHook, pool_id: str) -> dict[str, Any]:
     pool = hook.get_pool(pool_id)
     if pool is None:
         raise CliError(f"Pool '{pool_id}' does not exist in Batch account '{hook.account_name}'")
@@ -311,7 +315,7 @@ def _autoscale_fields(auto_scale: dict[str, Any]) -> list[tuple[str, str]]:
     return fields
 
 
-def _describe(hook: Any, args: Namespace) -> None:
+def _describe(hook: AzureBatchHook, args: Namespace) -> None:
     document = describe_pool(hook, args.pool_id)
     if args.output in ("json", "yaml"):
         print_structured(document, args.output)

@@ -1,7 +1,7 @@
 """``AzureBatchHook``: one ``azbatch`` connection = one Batch account; every synchronous Batch request.
 
-Besides the usual CRUD, the hook answers the read primitives a watch step is built from
-(:data:`~airflow_provider_azbatch.watching.calls.READ_METHODS`), and makes the submission requests
+Besides the usual CRUD, the hook answers the reads a watch step is built from
+(:class:`~airflow_provider_azbatch.model.reads.BatchReads`), and makes the submission requests
 (create job, add tasks, close the job, create a pool) idempotent and retried: with this provider's
 deterministic job ids they are safe to repeat, so a dropped connection or a 5xx costs a retry, not a
 failed task or a job left half submitted.
@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from functools import cached_property
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
 from azure.batch import BatchClient
@@ -68,6 +68,9 @@ from airflow_provider_azbatch.model.records import (
     TaskCounts,
 )
 
+if TYPE_CHECKING:
+    from airflow_provider_azbatch.hooks.credentials import BatchCredential
+
 # azure-core logs every request and response at INFO; in a task log that drowns the task's output.
 _HTTP_LOGGER = logging.getLogger("azure.core.pipeline.policies.http_logging_policy")
 if _HTTP_LOGGER.level == logging.NOTSET:
@@ -102,7 +105,7 @@ class AzureBatchHook(AzbatchHookBase):
     def client(self) -> BatchClient:
         return self.new_client()
 
-    def new_client(self, credential: Any = None, **overrides: Any) -> BatchClient:
+    def new_client(self, credential: BatchCredential | None = None, **overrides: Any) -> BatchClient:
         """A client with its own connection pool (``client`` is the hook's shared one), with ``credential`` if given
         (one built from the connection, shared by several clients) or a new one."""
         settings = self.settings

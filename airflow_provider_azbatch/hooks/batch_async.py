@@ -31,6 +31,9 @@ from airflow_provider_azbatch.hooks.storage import BlobStorage
 from airflow_provider_azbatch.model import records
 
 if TYPE_CHECKING:
+    from azure.batch.aio import BatchClient as AsyncBatchClient
+    from azure.batch.models import BatchNode, BatchPool
+
     from airflow_provider_azbatch.model.outcomes import TaskEnd
 
 T = TypeVar("T")
@@ -38,7 +41,7 @@ T = TypeVar("T")
 
 @dataclass
 class _Lease:
-    client: Any
+    client: AsyncBatchClient
     credential: Any
     settings: BatchConnectionSettings
     users: int = 0
@@ -117,7 +120,7 @@ class AzureBatchAsyncHook(AzbatchHookBase):
                             await result
 
     @property
-    def client(self) -> Any:
+    def client(self) -> AsyncBatchClient:
         if self._lease is None:
             raise RuntimeError("AzureBatchAsyncHook is used outside `async with hook.connected()`")
         return self._lease.client
@@ -159,10 +162,10 @@ class AzureBatchAsyncHook(AzbatchHookBase):
     ) -> bytes:
         return await self._read(reads.uploaded_log(location, job_id, task_id, name, start, end))
 
-    async def get_pool_snapshot(self, pool_id: str) -> Any:
+    async def get_pool_snapshot(self, pool_id: str) -> BatchPool | None:
         return await self._read(reads.pool_snapshot(pool_id))
 
-    async def list_nodes_in_states(self, pool_id: str, states: Sequence[str]) -> list[Any]:
+    async def list_nodes_in_states(self, pool_id: str, states: Sequence[str]) -> list[BatchNode]:
         return await self._read(reads.nodes_in_states(pool_id, states))
 
     async def read_node_file_tail(

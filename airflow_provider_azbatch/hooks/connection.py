@@ -7,13 +7,16 @@ import binascii
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from airflow_provider_azbatch import config
 from airflow_provider_azbatch.compat import AirflowNotFoundException, BaseHook
 from airflow_provider_azbatch.exceptions import AzureBatchValidationError
 from airflow_provider_azbatch.hooks.clouds import CLOUDS, AzureCloud
+
+if TYPE_CHECKING:
+    from airflow_provider_azbatch.compat import ConnectionFields
 
 
 class AuthMethod(str, Enum):
@@ -123,7 +126,7 @@ class BatchConnectionSettings:
         }[self.auth_method]
 
     @classmethod
-    def from_connection(cls, conn: Any) -> BatchConnectionSettings:
+    def from_connection(cls, conn: ConnectionFields) -> BatchConnectionSettings:
         fields = _Fields(conn.conn_id, _extras(conn))
         key = conn.password or None
         get = fields.get
@@ -209,7 +212,7 @@ class AzbatchHookBase(BaseHook):
         self.azbatch_conn_id = azbatch_conn_id or config.get_str("default_conn_id")
 
 
-def load_settings(conn: Any) -> BatchConnectionSettings:
+def load_settings(conn: ConnectionFields) -> BatchConnectionSettings:
     """The connection's settings, its secrets registered with Airflow's secret masker."""
     settings = BatchConnectionSettings.from_connection(conn)
     mask_secrets(settings.secrets)
@@ -326,7 +329,7 @@ def _cloud(fields: _Fields) -> AzureCloud:
     return cloud
 
 
-def _extras(conn: Any) -> dict[str, Any]:
+def _extras(conn: ConnectionFields) -> dict[str, Any]:
     extra = dict(conn.extra_dejson or {})
     # Older UIs store form fields as extra__<conn type>__<name>.
     for key in list(extra):

@@ -6,13 +6,19 @@ azure-identity's credentials (their caching, retries and token refresh included)
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from azure.core.credentials import AzureNamedKeyCredential
 
 from airflow_provider_azbatch.hooks.clouds import CLOUDS
 from airflow_provider_azbatch.hooks.connection import AuthMethod, BatchConnectionSettings
 from airflow_provider_azbatch.hooks.proxies import proxy_kwargs
+
+if TYPE_CHECKING:
+    from azure.core.credentials import TokenCredential
+
+    # What a sync client signs its requests with: the account's shared key, or an Entra ID token credential.
+    BatchCredential: TypeAlias = "AzureNamedKeyCredential | TokenCredential"
 
 # The REST API version of azure-batch 15.1, named here because the trigger's hot reads build their own
 # requests (see hooks/batch_async.py) and must speak the version the SDK's operations speak.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_provider_azbatch.enums import enum_value
 from airflow_provider_azbatch.model.records import (
@@ -21,6 +21,9 @@ from airflow_provider_azbatch.model.records import (
     TaskCounts,
     wire_time_iso,
 )
+
+if TYPE_CHECKING:
+    from azure.batch.models import BatchTask
 
 POOL_SELECT = [
     "id",
@@ -106,6 +109,7 @@ def node_times_of(node: Any) -> NodeTimes:
         return value.isoformat() if value is not None else None
 
     state = getattr(node, "state", None)
+    recent = getattr(node, "recent_tasks", None) or ()
     return NodeTimes(
         node.id,
         bool(getattr(node, "is_dedicated", True)),
@@ -115,8 +119,14 @@ def node_times_of(node: Any) -> NodeTimes:
         iso("last_boot_time"),
         getattr(node, "running_tasks_count", None),
         getattr(node, "total_tasks_run", None),
-        tuple(dict.fromkeys(task.job_id for task in getattr(node, "recent_tasks", None) or () if task.job_id)),
+        tuple(dict.fromkeys(task.job_id for task in recent if task.job_id)),
+        tuple(_task_span(task) for task in recent if task.execution_info and task.execution_info.start_time),
     )
+
+
+def _task_span(task: Any) -> tuple[str, str | None]:
+    end = task.execution_info.end_time
+    return task.execution_info.start_time.isoformat(), end.isoformat() if end is not None else None
 
 
 RUNNING_FILTER = "state eq 'running'"
@@ -125,7 +135,7 @@ MAX_ATTEMPTS_LISTED = 1000
 ATTEMPT_SELECT = ["id", "state", "executionInfo", "nodeInfo"]
 
 
-def task_attempt_of(task: Any) -> TaskAttempt:
+def task_attempt_of(task: BatchTask) -> TaskAttempt:
     info = getattr(task, "execution_info", None)
     node = getattr(task, "node_info", None)
     start = getattr(info, "start_time", None) if info is not None else None
@@ -137,14 +147,14 @@ def task_attempt_of(task: Any) -> TaskAttempt:
     )
 
 
-def active_task_of(task: Any) -> ActiveTask:
+def active_task_of(task: BatchTask) -> ActiveTask:
     deps = getattr(task, "depends_on", None)
     ids = tuple(getattr(deps, "task_ids", None) or ()) if deps is not None else ()
     ranges = tuple((r.start, r.end) for r in (getattr(deps, "task_id_ranges", None) or ())) if deps is not None else ()
     return ActiveTask(task.id, ids, ranges)
 
 
-def failed_task_of(task: Any) -> FailedTask:
+def failed_task_of(task: BatchTask) -> FailedTask:
     info = task.execution_info
     failure = getattr(info, "failure_info", None)
     conditions = getattr(task, "exit_conditions", None)

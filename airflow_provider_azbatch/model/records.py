@@ -14,6 +14,7 @@ from typing import Any
 
 from airflow_provider_azbatch.model.exit_options import applied_exit_options
 from airflow_provider_azbatch.model.lines import last_lines
+from airflow_provider_azbatch.model.verdict import ENDED_STATES
 
 STDOUT, STDERR = "stdout.txt", "stderr.txt"
 
@@ -21,7 +22,8 @@ STDOUT, STDERR = "stdout.txt", "stderr.txt"
 STREAMS = (STDOUT, STDERR)
 
 
-TERMINAL_JOB_STATES = ("completed", "terminating", "deleting")
+# The watch and the trigger read the verdict's ended states under this name.
+TERMINAL_JOB_STATES = ENDED_STATES
 
 
 def epoch_seconds(iso: str | None) -> float | None:
@@ -102,7 +104,8 @@ class JobChange:
 class NodeTimes:
     """A node as the pool lists it: whether it is dedicated, when it was allocated, its state since when, and
     when its agent last booted (ISO 8601; None where the listing did not say); the tasks it runs, how many it ran,
-    and the jobs of the tasks that recently ran on it (what the account view's pool pulse compares)."""
+    the jobs of the tasks that recently ran on it (what the account view's pool pulse compares), and when those
+    ran (start, end or None while running: what its idle time is counted from)."""
 
     id: str
     dedicated: bool
@@ -113,6 +116,7 @@ class NodeTimes:
     running_tasks: int | None = None
     tasks_run: int | None = None
     recent_jobs: tuple[str, ...] = ()
+    task_spans: tuple[tuple[str, str | None], ...] = ()
 
 
 @dataclass(frozen=True)

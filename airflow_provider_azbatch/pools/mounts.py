@@ -16,10 +16,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from airflow_provider_azbatch.pools.errors import PoolStrategyError
+
+if TYPE_CHECKING:
+    from airflow_provider_azbatch.compat import ConnectionFields
 
 # What the service never returns and the pool's specification hash leaves out.
 SECRET_KEYS = frozenset({"accountKey", "sasKey", "password"})
@@ -270,7 +273,7 @@ def check_mounts(mounts: Sequence[Any]) -> tuple[Mount, ...]:
     return tuple(mounts)
 
 
-def storage_account_from_connection(conn: Any, default_account: str | None = None) -> StorageCredentials:
+def storage_account_from_connection(conn: ConnectionFields, default_account: str | None = None) -> StorageCredentials:
     """A storage account from a connection: login or extra ``account_name``; password = key, or ``sas_token``."""
     extra = conn.extra_dejson or {}
     account = extra.get("account_name") or conn.login or default_account

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from airflow_provider_azbatch.compute import VmCatalog
@@ -102,6 +102,8 @@ class IdlePool:
     paid_node_seconds: float
     hourly_usd: float | None
     how: str  # "node time" (a pool made for the job: exact) or "sampled" (see watching/idle_time.py)
+    # Sampled: the first and last sample (epoch seconds), the span the figures cover.
+    sampled: tuple[float, float] | None = None
 
     @property
     def idle_usd(self) -> float | None:
@@ -114,6 +116,7 @@ class IdlePool:
             "paid_node_seconds": round(self.paid_node_seconds, 1),
             "idle_usd": None if self.idle_usd is None else round(self.idle_usd, 6),
             "how": self.how,
+            **({"from": _iso(self.sampled[0]), "to": _iso(self.sampled[1])} if self.sampled else {}),
         }
 
     def line(self) -> str:
@@ -149,7 +152,12 @@ def sampled_idle_pool(pool_id: str, record: Mapping[str, Any], vm_size: str | No
         sum(record["paid_seconds"].values()),
         hourly,
         "sampled",
+        (record["first"], record["at"]) if record.get("at") is not None else None,
     )
+
+
+def _iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, timezone.utc).isoformat()
 
 
 def auto_pool_idle(pool_id: str, report: CostReport) -> IdlePool:

@@ -14,14 +14,21 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_provider_azbatch import config
 from airflow_provider_azbatch.compat import AirflowException, AirflowTaskTimeout
 from airflow_provider_azbatch.exceptions import AzureBatchValidationError, QuotaReachedError
 from airflow_provider_azbatch.hooks.batch import AzureBatchHook
 from airflow_provider_azbatch.hooks.errors import describe_error, is_auth_failure
-from airflow_provider_azbatch.results.failure_report import BLOCKED_REASONS
+from airflow_provider_azbatch.model.verdict import (
+    AIRFLOW_DEFERRAL_ENDED,
+    AIRFLOW_EXECUTION_TIMEOUT,
+    AIRFLOW_TASK_KILLED,
+    BLOCKED_REASONS,
+    POOL_PROBLEM,
+    SPOT_FALLBACK_FAILED,
+)
 from airflow_provider_azbatch.runs.forensics import KeptLogs, keep_node_logs
 from airflow_provider_azbatch.runs.pre_submit import TaskInstanceRef, build_submission
 from airflow_provider_azbatch.runs.results import Expectations, RunResult, collect_result
@@ -41,6 +48,11 @@ from airflow_provider_azbatch.watching.pool_health import PoolProblem
 from airflow_provider_azbatch.watching.preemption import SpotFallbackDue
 from airflow_provider_azbatch.watching.state import WatchState
 
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+    from airflow_provider_azbatch.compat import Log
+
 # How long the wait loop lets on_kill's terminate request finish before it sends its own.
 KILL_THREAD_WAIT_SECONDS = 30
 # Rounds of reading left-over output after the trigger's event (each reads up to max_read_bytes per stream).
@@ -54,7 +66,7 @@ def timed_out(job_id: str, execution_timeout: timedelta | None) -> str:
     )
 
 
-def event_in_full(event: dict[str, Any] | None, context: Any, task_id: str) -> dict[str, Any] | None:
+def event_in_full(event: dict[str, Any] | None, context: Context, task_id: str) -> dict[str, Any] | None:
     """The trigger's event with what it left in XCom for the task (its ``result`` key: the watch's final
     state and last lines; see ``AzureBatchJobTrigger._small``), or carried packed, back in it."""
     if event and "packed" in event:  # no XCom for the trigger: the event carries them, packed
@@ -77,7 +89,7 @@ def event_in_full(event: dict[str, Any] | None, context: Any, task_id: str) -> d
 class JobRun:
     """The life of the job of one try (see the module docstring)."""
 
-    def __init__(self, hook: AzureBatchHook, settings: RunSettings, log: Any) -> None:
+    def __init__(self, hook: AzureBatchHook, settings: RunSettings, log: Log) -> None:
         self.hook = hook
         self.settings = settings
         self.log = log
@@ -178,7 +190,7 @@ class JobRun:
             self._poll_until_over(watcher)
         except PoolProblem as problem:
             kept = self.keep_node_logs(problem.pool_id, problem.nodes)
-            self.terminate(job_id, "PoolProblem")
+            self.terminate(job_id, POOL_PROBLEM)
             raise AirflowException(self.cannot_run(job_id, str(problem), kept)) from None
         except AirflowTaskTimeout:
             self._terminate_for_timeout(job_id, execution_timeout)
@@ -250,7 +262,7 @@ class JobRun:
             if event.get("pool_problem"):
                 at_fault = event.get("pool_problem_nodes") or {}
                 kept = self.keep_node_logs(at_fault.get("pool_id"), at_fault.get("nodes") or ())
-                self.terminate(job_id, "PoolProblem")
+                self.terminate(job_id, POOL_PROBLEM)
                 raise AirflowException(self.cannot_run(job_id, event["message"], kept))
             raise AirflowException(event.get("message") or f"Waiting for Batch job {job_id} failed")
         self._flush(watcher)
@@ -294,7 +306,7 @@ class JobRun:
         try:
             fall_back(self.hook, request, watcher.state, reason, self.log)
         except Exception as exc:
-            self.terminate(job_id, "SpotFallbackFailed")
+            self.terminate(job_id, SPOT_FALLBACK_FAILED)
             raise AirflowException(
                 f"Batch job {job_id} could not fall back to dedicated nodes ({describe_error(exc)}); the job was "
                 "terminated"
@@ -349,12 +361,12 @@ class JobRun:
 
     def _terminate_for_timeout(self, job_id: str, execution_timeout: timedelta | None) -> None:
         self.log.error("Batch job %s ran past execution_timeout (%s): terminating it", job_id, execution_timeout)
-        self.terminate(job_id, "AirflowExecutionTimeout")
+        self.terminate(job_id, AIRFLOW_EXECUTION_TIMEOUT)
 
     def terminate_unwatched(self, job_id: str) -> None:
         """The deferral ended without an event: the job must not run on unwatched."""
         self.log.error("The wait for Batch job %s ended without an event: terminating the job", job_id)
-        self.terminate(job_id, "AirflowDeferralEnded")
+        self.terminate(job_id, AIRFLOW_DEFERRAL_ENDED)
 
     # -- kill -----------------------------------------------------------------------------------------
     def on_kill(self) -> None:
@@ -374,7 +386,7 @@ class JobRun:
     def _terminate_on_kill(self, job_id: str) -> None:
         self.log.info("Terminating Batch job %s (the Airflow task was killed)", job_id)
         try:
-            self.hook.terminate_job(job_id, reason="AirflowTaskKilled", client=self.hook.new_client())
+            self.hook.terminate_job(job_id, reason=AIRFLOW_TASK_KILLED, client=self.hook.new_client())
         except Exception as exc:  # the wait loop tries again; say what happened
             self.log.error("Could not terminate Batch job %s: %s", job_id, describe_error(exc))
 
@@ -383,4 +395,4 @@ class JobRun:
             self._kill_thread.join(timeout=KILL_THREAD_WAIT_SECONDS)
         else:
             self.log.info("Terminating Batch job %s (the Airflow task was killed)", job_id)
-        self.terminate(job_id, "AirflowTaskKilled")  # a no-op when the job already ended; waits until it has
+        self.terminate(job_id, AIRFLOW_TASK_KILLED)  # a no-op when the job already ended; waits until it has

@@ -66,7 +66,7 @@ class AzureBatchJobTrigger(BaseTrigger):
         terminate_on_kill: bool = False,
         deferred_at: float | None = None,
     ) -> None:
-        super().__init__()
+        super().__init__()  # type: ignore[no-untyped-call]  # Airflow leaves BaseTrigger.__init__ unannotated
         self.azbatch_conn_id = azbatch_conn_id
         self.watch_state = watch_state
         self.poll_interval = poll_interval

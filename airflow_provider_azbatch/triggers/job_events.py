@@ -137,7 +137,7 @@ class AzureBatchJobCompletedTrigger(BaseEventTrigger):
         outcome: str | None = None,
         poll_interval: float = 10.0,
     ) -> None:
-        super().__init__()
+        super().__init__()  # type: ignore[no-untyped-call]  # Airflow leaves BaseTrigger.__init__ unannotated
         metadata = _decoded(metadata)
         self.filter = JobFilter.of(job_id_prefix=job_id_prefix, metadata=metadata, pool_id=pool_id, outcome=outcome)
         if not isinstance(conn_id, str) or not conn_id:

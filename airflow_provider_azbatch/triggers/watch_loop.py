@@ -55,7 +55,10 @@ def until(deadline: float | None) -> contextlib.AbstractAsyncContextManager[Any]
     """A scope cancelled at ``deadline`` (epoch seconds), leaving with ``asyncio.TimeoutError``."""
     if deadline is None:
         return contextlib.nullcontext()
-    return timeout_at(asyncio.get_running_loop().time() + (deadline - time.time()))
+    scope: contextlib.AbstractAsyncContextManager[Any] = timeout_at(
+        asyncio.get_running_loop().time() + (deadline - time.time())
+    )
+    return scope
 
 
 def shared_look_budget() -> TokenBucket:

@@ -1,7 +1,7 @@
 """The watch of one Batch job, written once for the worker and the triggerer. No I/O.
 
-Each :meth:`JobWatcher.step` is a generator of :class:`~.calls.Call` batches (see :mod:`.drivers`). What
-a step costs:
+Each :meth:`JobWatcher.step` is a generator of :class:`~airflow_provider_azbatch.model.reads.Call` batches (see
+:mod:`.drivers`). What a step costs:
 
 - always one ``taskcounts`` request; the job itself is read when the counts moved, every poll while
   tasks wait and none runs (so a job terminated from outside is noticed at the next poll), and at least
@@ -25,7 +25,10 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from datetime import datetime, timezone
+from typing import Any
 
+from airflow_provider_azbatch.model import reads as read
+from airflow_provider_azbatch.model.reads import Call
 from airflow_provider_azbatch.model.records import (
     TERMINAL_JOB_STATES,
     ActiveTask,
@@ -35,6 +38,7 @@ from airflow_provider_azbatch.model.records import (
     SideTaskRun,
     TaskCounts,
 )
+from airflow_provider_azbatch.model.verdict import RELEASED_STATES, tasks_done
 from airflow_provider_azbatch.watching import idle_time
 from airflow_provider_azbatch.watching.blocking import (
     Blocked,
@@ -43,7 +47,7 @@ from airflow_provider_azbatch.watching.blocking import (
     preparation_blocks_all,
 )
 from airflow_provider_azbatch.watching.budget import Unlimited
-from airflow_provider_azbatch.watching.calls import Call, Step, ask, raise_first_error
+from airflow_provider_azbatch.watching.calls import Step, ask, raise_first_error
 from airflow_provider_azbatch.watching.following import (
     DEFAULT_IDLE_STREAM_SECONDS,
     DEFAULT_PARTIAL_LINE_SECONDS,
@@ -170,9 +174,9 @@ class JobWatcher:
     def _look_at_job(self, now: float) -> Step[None]:
         state = self.state
         check_job = self._job_check_due(now)
-        calls = [Call("get_task_counts", (state.job_id,))]
+        calls: list[Call[Any]] = [read.get_task_counts(state.job_id)]
         if check_job:
-            calls.append(Call("get_job_status", (state.job_id,)))
+            calls.append(read.get_job_status(state.job_id))
         results = yield calls
         raise_first_error(results)
         moved = self._observe_counts(results[0])
@@ -180,12 +184,12 @@ class JobWatcher:
         if check_job:
             self._observe_job(results[1], now)
         elif moved and not self.all_tasks_done() and not self.job_state_watched:
-            (status,) = yield from ask(Call("get_job_status", (state.job_id,)))
+            (status,) = yield from ask(read.get_job_status(state.job_id))
             self._observe_job(status, now)
         if self._dependency_check_due():
             self._dependencies_seen_at = state.counts
             active, failed = yield from ask(
-                Call("list_active_dependencies", (state.job_id,)), Call("list_failed_tasks", (state.job_id,))
+                read.list_active_dependencies(state.job_id), read.list_failed_tasks(state.job_id)
             )
             self._observe_dependencies(active, failed)
         if state.spot is not None and not self.all_tasks_done() and state.job_state not in TERMINAL_JOB_STATES:
@@ -200,12 +204,12 @@ class JobWatcher:
         if self._node_sample_due(now, moved):
             self.last_node_sample = now
             assert state.pool_id is not None
-            (nodes,) = yield from ask(Call("list_pool_nodes", (state.pool_id,)))
+            (nodes,) = yield from ask(read.list_pool_nodes(state.pool_id))
             self.observe_nodes(nodes, now)
             idle_time.sample(state, state.pool_id, nodes, now)
         refresh = self._tasks_to_refresh()
         if refresh and (moved or any(state.task_states.get(task) is None for task in refresh)):
-            (states,) = yield from ask(Call("list_task_states", (state.job_id, tuple(refresh))))
+            (states,) = yield from ask(read.list_task_states(state.job_id, tuple(refresh)))
             state.task_states.update(states)
 
     def _output_then_over(self, now: float) -> Step[bool]:
@@ -286,14 +290,12 @@ class JobWatcher:
     def _check_preparation(self, pool_id: str) -> Step[None]:
         """Tasks wait and none runs: did the job preparation task fail on every node of the pool?"""
         state = self.state
-        runs, pool = yield from ask(
-            Call("list_preparation_status", (state.job_id,)), Call("get_pool_snapshot", (pool_id,))
-        )
+        runs, pool = yield from ask(read.list_preparation_status(state.job_id), read.get_pool_snapshot(pool_id))
         current = (pool.current_dedicated_nodes or 0) + (pool.current_low_priority_nodes or 0) if pool else 0
         failed: list[SideTaskRun] = preparation_blocks_all(runs, current)
         if not failed:
             return
-        (active,) = yield from ask(Call("list_active_dependencies", (state.job_id,)))
+        (active,) = yield from ask(read.list_active_dependencies(state.job_id))
         ids = [task.id for task in active]
         state.blocked = blocked_state(
             "preparation", ids, len(ids), nodes=[run.to_json() for run in failed[:NAMED_PREPARATION_FAILURES]]
@@ -355,11 +357,9 @@ class JobWatcher:
 
     def all_tasks_done(self) -> bool:
         counts = self.state.counts
-        if counts is None or counts["active"] or counts["running"]:
-            return False
         # A job watched from outside (the sensor) has no known size: it needs at least one task.
         expected = self.state.expected_tasks if self.state.expected_tasks is not None else 1
-        return counts["completed"] >= expected
+        return counts is not None and tasks_done(TaskCounts.from_json(counts), expected)
 
     def job_over(self) -> bool:
         """Every task finished (and the job's release task ran), the job ended (terminated, hit its wall clock)
@@ -368,7 +368,7 @@ class JobWatcher:
         if state.blocked is not None:
             return True
         if state.has_release:
-            return state.job_state in ("completed", "deleting")
+            return state.job_state in RELEASED_STATES
         return self.all_tasks_done() or state.job_state in TERMINAL_JOB_STATES
 
     # -- output (:mod:`.following`) --------------------------------------------------------------------

@@ -15,8 +15,10 @@ from collections.abc import Callable, Collection
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Protocol
 
+from airflow_provider_azbatch.model import reads as read
+from airflow_provider_azbatch.model.reads import Call
 from airflow_provider_azbatch.model.records import STDOUT, STREAMS, FileChunk, FileInfo, epoch_seconds
-from airflow_provider_azbatch.watching.calls import Call, Step, ask
+from airflow_provider_azbatch.watching.calls import Step, ask
 from airflow_provider_azbatch.watching.reads import QUIET_READS_PER_LEVEL, ReadSchedule, quiet_wait
 from airflow_provider_azbatch.watching.state import StreamCursor, WatchState
 from airflow_provider_azbatch.watching.streams import Tail
@@ -38,7 +40,7 @@ ReadKey = tuple[str, str]
 TASK_STATES: ReadKey = ("", "task states")
 
 # A queued read of a file's new bytes: (task, stream, final, the call).
-_Read = tuple[str, str, bool, Call]
+_Read = tuple[str, str, bool, Call[Any]]
 # A direct read: (task, stream, the byte range).
 _Direct = tuple[str, str, tuple[int, int]]
 
@@ -218,7 +220,7 @@ class OutputFollower:
         if not waiting:
             return
         self.requests += 1
-        (states,) = yield from ask(Call("list_task_states", (self.state.job_id, tuple(waiting))))
+        (states,) = yield from ask(read.list_task_states(self.state.job_id, tuple(waiting)))
         self.state.task_states.update(states)
         started = sum(1 for task in waiting if states.get(task) in ("running", "completed"))
         schedule = self._schedules.get(TASK_STATES)
@@ -234,8 +236,8 @@ class OutputFollower:
         errors: list[BaseException] = []
         reads: list[_Read] = []
         uploaded: list[tuple[str, str]] = []
-        calls = [Call("list_task_files", (state.job_id, task)) for task, _ in listed]
-        calls += [Call("read_task_file_from", (state.job_id, task, stream, *span)) for task, stream, span in direct]
+        calls: list[Call[Any]] = [read.list_task_files(state.job_id, task) for task, _ in listed]
+        calls += [read.read_task_file_from(state.job_id, task, stream, *span) for task, stream, span in direct]
         if calls:
             self.requests += len(calls)
             answers = yield calls
@@ -247,8 +249,9 @@ class OutputFollower:
             self._take_direct_reads(direct, answers[len(listed) :], now, errors)
         if uploaded:
             location = state.log_location
+            assert location is not None  # a task is only read from its uploaded logs when there are some
             self.requests += len(uploaded)
-            sizes = yield [Call("get_uploaded_log_size", (location, state.job_id, task, s)) for task, s in uploaded]
+            sizes = yield [read.get_uploaded_log_size(location, state.job_id, task, s) for task, s in uploaded]
             self._take_uploaded_sizes(uploaded, sizes, reads, errors)
         if reads:
             self.requests += len(reads)
@@ -357,13 +360,14 @@ class OutputFollower:
             if final:
                 self._show(task, stream, tail.finish())
             return 0
-        args: tuple[Any, ...]
+        location = self.state.log_location
         if uploaded:
-            args = (self.state.log_location, self.state.job_id, task, stream, *span)
-            reads.append((task, stream, final, Call("read_uploaded_log", args)))
+            assert location is not None  # only a task whose logs were uploaded is read from them
+            reads.append(
+                (task, stream, final, read.read_uploaded_log(location, self.state.job_id, task, stream, *span))
+            )
         else:
-            args = (self.state.job_id, task, stream, *span)
-            reads.append((task, stream, final, Call("read_task_file", args)))
+            reads.append((task, stream, final, read.read_task_file(self.state.job_id, task, stream, *span)))
         return info.size - tail.read_to
 
 

@@ -79,6 +79,8 @@ class EmulatorConfig:
     faults: str = ""
     fault_seed: int | None = None
     node_start_seconds: float = 1.0
+    # Job schedules' recurrenceInterval and startWindow pass this many times faster (ServiceSettings).
+    schedule_time_scale: float = 1.0
     autoscale_interval_seconds: float | None = 5.0
     node_quota: int | None = None
     spot_capacity: int | None = None
@@ -171,6 +173,7 @@ class LocalBatchServer:
                 account_url=self.url,
                 task_root=self._task_root,
                 node_start_seconds=config.node_start_seconds,
+                schedule_time_scale=config.schedule_time_scale,
                 autoscale_interval_seconds=config.autoscale_interval_seconds,
                 node_quota=config.node_quota,
                 spot_capacity=config.spot_capacity,

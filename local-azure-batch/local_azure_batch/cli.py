@@ -46,6 +46,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--node-start-seconds", type=float, default=1.0, help="time a new compute node takes to become idle"
     )
     parser.add_argument(
+        "--schedule-time-scale",
+        type=_positive_float,
+        default=1.0,
+        help="run job schedules this many times faster than their recurrenceInterval and startWindow say (60: a "
+        "1-minute recurrence comes every second; for tests; default 1, the service's pace)",
+    )
+    parser.add_argument(
         "--autoscale-interval",
         type=float,
         default=5.0,
@@ -212,6 +219,13 @@ def _core_quotas(pairs: list[tuple[str, str]]) -> dict[str, int]:
     return quotas
 
 
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError("must be greater than 0")
+    return value
+
+
 def _non_negative_int(text: str) -> int:
     value = int(text)
     if value < 0:
@@ -248,6 +262,7 @@ def main(argv: list[str] | None = None) -> int:
         faults=args.faults,
         fault_seed=args.fault_seed,
         node_start_seconds=args.node_start_seconds,
+        schedule_time_scale=args.schedule_time_scale,
         autoscale_interval_seconds=args.autoscale_interval or None,
         node_quota=args.node_quota,
         spot_capacity=args.spot_capacity,

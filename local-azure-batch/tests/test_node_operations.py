@@ -166,9 +166,12 @@ def test_every_node_operation_answers_as_the_service_does(batch_client, local_ba
     login = call("get_node_remote_login_settings", pool_id, first)
     assert (login.remote_login_ip_address, login.remote_login_port) == (node.ip_address, 22)
 
-    # The pool's VM extensions, provisioned on the booted node.
-    (extension,) = call("list_node_extensions", pool_id, first)
+    # The pool's VM extensions, provisioned on the booted node, and the one the service installs its agent with
+    # (recorded beside the pool's own: batchNodeExtension).
+    extension, agent = call("list_node_extensions", pool_id, first)
     assert (extension.provisioning_state, extension.vm_extension.name) == ("Succeeded", "secretext")
+    assert (agent.vm_extension.name, agent.vm_extension.type) == ("batchNodeExtension", "CustomScript")
+    assert call("get_node_extension", pool_id, first, "batchNodeExtension").provisioning_state == "Succeeded"
     assert call("get_node_extension", pool_id, first, "secretext").instance_view.statuses[0].code == (
         "ProvisioningState/succeeded"
     )

@@ -217,6 +217,34 @@ def test_jobs_list_bad_arguments(cli, azbatch_default):
     assert reversed_window.error == "--until (2026-12-01T00:00:00Z) is before --since (2026-12-02T00:00:00Z)"
 
 
+def test_jobs_list_shows_the_jobs_a_schedule_made(cli, azbatch_default, batch_client, shared_pool):
+    from datetime import timedelta
+
+    batch_client.create_job_schedule(
+        m.BatchJobScheduleCreateOptions(
+            id="cli-schedule",
+            schedule=m.BatchJobScheduleConfiguration(recurrence_interval=timedelta(days=1)),
+            job_specification=m.BatchJobSpecification(
+                pool_info=m.BatchPoolInfo(pool_id=shared_pool),
+                job_manager_task=m.BatchJobManagerTask(id="manager", command_line="true"),
+            ),
+        )
+    )
+    made = wait_job_done(batch_client, "cli-schedule:job-1")
+
+    result = cli("jobs", "list", "--schedule", "cli-schedule", "-o", "json")
+    unknown = cli("jobs", "list", "--schedule", "no-such-schedule")
+
+    assert result.code == 0, result.err
+    listed = json.loads(result.out)
+    assert [(job["id"], job["state"], job["created"], job["terminate_reason"]) for job in listed] == [
+        ("cli-schedule:job-1", "completed", iso(made.creation_time), "JMComplete")
+    ]
+    assert listed[0]["tasks"] == {"active": 0, "running": 0, "completed": 1, "succeeded": 1, "failed": 0}
+    assert unknown.code == 1
+    assert unknown.error == "No job schedule 'no-such-schedule' in this Batch account"
+
+
 # -- connections -----------------------------------------------------------------------------------------
 def test_wrong_or_missing_connection_says_what_to_fix(cli, local_batch_service, monkeypatch):
     monkeypatch.setenv(

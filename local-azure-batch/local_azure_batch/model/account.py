@@ -24,6 +24,7 @@ from .jobs import Job
 from .pools import CREATING, ComputeNode, Pool
 
 if TYPE_CHECKING:
+    from .job_schedules import JobSchedule
     from .tasks import Task
 
 log = logging.getLogger(__name__)
@@ -66,6 +67,9 @@ class ServiceSettings:
     # The region the account is in, and the sizes (lower case) it does not offer: pools of those are refused.
     location: str = DEV_LOCATION
     unavailable_vm_sizes: frozenset[str] = frozenset()
+    # Job schedules run this many times faster than their recurrenceInterval and startWindow say (60: a
+    # 1-minute recurrence comes every second), for tests; 1 is the service's own pace.
+    schedule_time_scale: float = 1.0
     # Where the account's state is saved and loaded from (model/persistence.py); None: kept in memory only.
     state_dir: Path | None = None
     # How often a changed state is saved while the service runs (it is saved on stop too).
@@ -90,6 +94,7 @@ class Account:
         self.transfers: TransferAgent = transfers or BlobTransfers()
         self.pools: dict[str, Pool] = {}
         self.jobs: dict[str, Job] = {}
+        self.job_schedules: dict[str, JobSchedule] = {}
         self.node_addresses = NodeAddresses()
         # Set when something may let a task start (a node became idle, a task was added, ...).
         self.wake = asyncio.Event()
@@ -162,8 +167,10 @@ class Account:
 
     # -- quotas ---------------------------------------------------------------------------------------
     def active_jobs(self) -> int:
-        """Jobs counted against the active job and schedule quota: all but completed (and deleting) ones."""
-        return sum(1 for job in self.jobs.values() if job.counts_against_quota)
+        """Jobs and job schedules counted against the active job and schedule quota: all but completed (and
+        deleting) ones."""
+        schedules = sum(1 for item in self.job_schedules.values() if item.state not in ("completed", "deleting"))
+        return schedules + sum(1 for job in self.jobs.values() if job.counts_against_quota)
 
     def pool_count(self) -> int:
         """Pools counted against the pool quota: every pool of the account (auto-pools too) until it is gone."""

@@ -6,11 +6,12 @@ from __future__ import annotations
 import asyncio
 import shutil
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from . import validation as v
 from .account import Account
-from .dependencies import release_waiting
+from .dependencies import queue, release_waiting
 from .errors import BatchServiceError, active_job_quota_reached, already_exists, conflict, invalid_property
 from .job_side_tasks import JobSideTasks
 from .jobs import (
@@ -20,6 +21,7 @@ from .jobs import (
     DISABLED,
     DISABLING,
     ENABLING,
+    JOB_MANAGER_ONLY,
     TERMINATING,
     Job,
     normalize_job,
@@ -28,7 +30,7 @@ from .jobs import (
 )
 from .pool_operations import PoolOperations
 from .pools import POOL_DELETING, Pool, normalize_pool
-from .tasks import COMPLETED, RUNNING, Task
+from .tasks import COMPLETED, RUNNING, Task, normalize_task
 
 _UPDATABLE = (
     "priority",
@@ -55,8 +57,10 @@ class JobOperations:
         self.account = account
         self.pools = pools
         self.side_tasks = side_tasks
+        # Told of each job that completed (job schedules wait for their jobs).
+        self.completion_listeners: list[Callable[[Job], None]] = []
 
-    def _auto_pool_spec(self, pool: Any, path: str) -> dict[str, Any]:
+    def auto_pool_spec(self, pool: Any, path: str) -> dict[str, Any]:
         settings = self.account.settings
         return normalize_pool(
             pool,
@@ -69,7 +73,7 @@ class JobOperations:
         )
 
     def create_job(self, body: Any) -> Job:
-        spec = normalize_job(body, normalize_pool_spec=self._auto_pool_spec)
+        spec = normalize_job(body, normalize_pool_spec=self.auto_pool_spec)
         existing = self.account.jobs.get(spec["id"].lower())
         if existing is not None:
             if existing.state == DELETING:
@@ -78,7 +82,12 @@ class JobOperations:
         quota = self.account.settings.job_quota
         if quota is not None and self.account.active_jobs() >= quota:
             raise active_job_quota_reached()
+        return self.add_job(spec)
+
+    def add_job(self, spec: dict[str, Any], schedule_id: str | None = None) -> Job:
+        """A job from a checked spec: one a client created, or one a job schedule made (``schedule_id``)."""
         job = Job(spec)
+        job.schedule_id = schedule_id
         auto = spec["poolInfo"].get("autoPoolSpecification")
         if auto is not None:
             pool_id = str(uuid.uuid4()).upper()
@@ -86,6 +95,13 @@ class JobOperations:
                 pool_id = f"{auto['autoPoolIdPrefix']}_{pool_id}"[:64]
             job.auto_pool = self.pools.add_pool(Pool({**auto["pool"], "id": pool_id}, owner_job=job.id))
         self.account.jobs[job.key] = job
+        manager = spec.get("jobManagerTask")
+        if manager is not None:
+            # Added with the job, as the service does: it is listed among the job's tasks.
+            body = {name: value for name, value in manager.items() if name not in JOB_MANAGER_ONLY}
+            task = Task(normalize_task(body, job, "jobManagerTask."), job)
+            job.add_task(task)
+            queue(job, task)
         self.check_all_complete(job)
         self.account.kick()
         return job
@@ -110,7 +126,7 @@ class JobOperations:
             candidate.setdefault("poolInfo", job.spec["poolInfo"])
         normalize_mutable_job_fields(candidate)
         if "poolInfo" in body:
-            normalize_pool_info(candidate["poolInfo"], self._auto_pool_spec)
+            normalize_pool_info(candidate["poolInfo"], self.auto_pool_spec)
             if job.state != DISABLED and candidate["poolInfo"] != job.spec["poolInfo"]:
                 raise conflict("JobNotDisabled", "The pool of a job can only be changed while the job is disabled.")
         for name in _UPDATABLE:
@@ -148,6 +164,8 @@ class JobOperations:
         await self.side_tasks.release(job)
         if job.state == TERMINATING:
             job.complete()
+            for listener in self.completion_listeners:
+                listener(job)
         self._finish_auto_pool(job, self.account.settings.auto_pool_files_seconds)
 
     def _finish_auto_pool(self, job: Job, files_seconds: float = 0.0) -> None:
@@ -244,6 +262,16 @@ class JobOperations:
                 self.begin_terminate(job, "TaskFailed")
             elif action == "disable":
                 job.set_state(DISABLED)
+        # "If true, when the Job Manager Task completes, the Batch service marks the Job as complete" (REST
+        # reference, killJobOnCompletion); the job's terminateReason then reads JMComplete.
+        manager = job.spec.get("jobManagerTask")
+        if (
+            job.state == ACTIVE_JOB
+            and manager is not None
+            and task.key == job.manager_key
+            and manager.get("killJobOnCompletion", True)
+        ):
+            self.begin_terminate(job, "JMComplete")
         self.check_all_complete(job)
 
     def check_all_complete(self, job: Job) -> None:

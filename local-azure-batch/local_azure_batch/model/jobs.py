@@ -77,10 +77,37 @@ def normalize_job(body: Any, normalize_pool_spec: PoolSpecNormalizer) -> dict[st
                 "The value must be true or false.",
             )
     if spec.get("jobManagerTask") is not None:
-        raise invalid_property(
-            "jobManagerTask", "...", "Job manager tasks are not supported by the local Batch service."
-        )
+        normalize_job_manager(spec["jobManagerTask"])
     return spec
+
+
+# The job manager's own settings: the task made from it does not carry them.
+JOB_MANAGER_ONLY = ("killJobOnCompletion", "runExclusive", "allowLowPriorityNode")
+
+
+def normalize_job_manager(manager: Any) -> None:
+    """The job manager task with the service's defaults (REST reference, ``JobManagerTask``); its task fields
+    are checked again, as any task's, when the job is created."""
+    if not isinstance(manager, dict):
+        raise invalid_property("jobManagerTask", manager, "The job manager task must be a JSON object.")
+    v.check_id(v.require(manager, "id", "jobManagerTask.id"), "jobManagerTask.id")
+    if not isinstance(v.require(manager, "commandLine", "jobManagerTask.commandLine"), str):
+        raise invalid_property("jobManagerTask.commandLine", manager["commandLine"], "The value must be a string.")
+    for name in JOB_MANAGER_ONLY:
+        if not isinstance(manager.setdefault(name, True), bool):
+            raise invalid_property(f"jobManagerTask.{name}", manager[name], "The value must be true or false.")
+    if v.integer(manager, "requiredSlots", minimum=1, path="jobManagerTask.requiredSlots") is None:
+        manager["requiredSlots"] = 1
+    constraints = manager.setdefault("constraints", {})
+    if not isinstance(constraints, dict):
+        raise invalid_property("jobManagerTask.constraints", constraints, "The constraints must be an object.")
+    v.duration(constraints, "maxWallClockTime", UNLIMITED_TEXT, "jobManagerTask.constraints.maxWallClockTime")
+    v.duration(constraints, "retentionTime", "P7D", "jobManagerTask.constraints.retentionTime")
+    if (
+        v.integer(constraints, "maxTaskRetryCount", minimum=-1, path="jobManagerTask.constraints.maxTaskRetryCount")
+        is None
+    ):
+        constraints["maxTaskRetryCount"] = 0
 
 
 def normalize_pool_info(pool_info: Any, normalize_pool_spec: PoolSpecNormalizer) -> None:
@@ -137,6 +164,8 @@ class Job(Entity):
         self.preparation: dict[str, dict[str, Any]] = {}
         self.release: dict[str, dict[str, Any]] = {}
         self.wall_clock_deadline: datetime | None = None
+        # The job schedule that made this job (``{scheduleId}:job-{n}``), if one did.
+        self.schedule_id: str | None = None
         self.constraints_changed()
         # The tasks in id order, as lists show them; rebuilt only after tasks are added or deleted.
         self._sorted: list[Task] | None = None
@@ -155,6 +184,12 @@ class Job(Entity):
         """Work out the wall clock deadline once, not on every tick."""
         text = self.spec["constraints"]["maxWallClockTime"]
         self.wall_clock_deadline = None if text == UNLIMITED_TEXT else self.creation_time + parse_duration(text)
+
+    @property
+    def manager_key(self) -> str | None:
+        """The key of its job manager task, if it has one."""
+        manager = self.spec.get("jobManagerTask")
+        return str(manager["id"]).lower() if manager else None
 
     @property
     def is_schedulable(self) -> bool:

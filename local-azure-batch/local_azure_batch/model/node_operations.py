@@ -27,6 +27,7 @@ from .account import Account
 from .allocation import Allocation
 from .clock import iso
 from .errors import BatchServiceError, conflict, invalid_property, not_found
+from .node_endpoints import remote_login_settings
 from .pools import (
     AGENT_LOG,
     CREATING,
@@ -215,7 +216,7 @@ class NodeOperations:
         node = self._node(pool_id, node_id)
         if node.state in (DEALLOCATED, DEALLOCATING):
             raise _node_state_conflict(node, "remoteloginsettings")
-        return {"remoteLoginIPAddress": node.ip_address, "remoteLoginPort": 22}
+        return remote_login_settings(node)
 
     def create_user(self, pool_id: str, node_id: str, body: Any) -> str:
         node = self._node(pool_id, node_id)
@@ -264,7 +265,8 @@ class NodeOperations:
     # -- VM extensions --------------------------------------------------------------------------------
     def list_extensions(self, pool_id: str, node_id: str) -> list[dict[str, Any]]:
         node = self._node(pool_id, node_id)
-        extensions = node.pool.spec["virtualMachineConfiguration"].get("extensions") or []
+        configuration = node.pool.spec["virtualMachineConfiguration"]
+        extensions = [*(configuration.get("extensions") or []), _batch_node_extension(configuration)]
         return [_extension_state(node, extension) for extension in extensions]
 
     def get_extension(self, pool_id: str, node_id: str, name: str) -> dict[str, Any]:
@@ -338,6 +340,22 @@ def _read_within(path: Path, start: datetime | None, end: datetime | None, creat
         return path.read_bytes()
     except OSError:
         return None
+
+
+def _batch_node_extension(configuration: dict[str, Any]) -> dict[str, Any]:
+    """The extension the service installs its node agent with, listed beside the pool's own (recorded on a Linux
+    node: ``batchNodeExtension``, CustomScript 2.0; the Windows one is a documented guess)."""
+    if str(configuration.get("nodeAgentSKUId", "")).lower().startswith("batch.node.windows"):
+        publisher, kind, version = "Microsoft.Compute", "CustomScriptExtension", "1.10"
+    else:
+        publisher, kind, version = "Microsoft.Azure.Extensions", "CustomScript", "2.0"
+    return {
+        "name": "batchNodeExtension",
+        "publisher": publisher,
+        "type": kind,
+        "typeHandlerVersion": version,
+        "autoUpgradeMinorVersion": True,
+    }
 
 
 def _extension_state(node: ComputeNode, extension: dict[str, Any]) -> dict[str, Any]:

@@ -8,7 +8,8 @@ What was in flight comes back as Batch brings it back after a node restarts: a r
 task on all its nodes) is requeued — active again, ``requeueCount`` one higher, not counted as a retry; nodes that
 were idle or running come back idle, nodes still being allocated, booting or leaving are given up and the pool is
 resized towards its targets again; a start task or job preparation task that was running runs again; a
-terminating job finishes terminating, a disabling job is disabled, a deleting job or pool is gone.
+terminating job finishes terminating, a disabling job is disabled, a deleting job or pool is gone. Job schedules
+come back with their timing and their count of jobs made (the next job's id follows on); a deleting one is gone.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from .account import Account
 from .clock import etags_after, iso, utcnow
 from .dependencies import queue
 from .entity import Entity
+from .job_schedules import DELETING_SCHEDULE, JobSchedule
 from .jobs import ACTIVE_JOB as JOB_ACTIVE
 from .jobs import DELETING, DISABLED, DISABLING, ENABLING, TERMINATING, Job
 from .pools import (
@@ -70,6 +72,7 @@ def snapshot(account: Account) -> dict[str, Any]:
         "baseUrl": account.base_url,
         "pools": [_pool(pool) for pool in account.pools.values() if pool.state != POOL_DELETING],
         "jobs": [_job(job) for job in account.jobs.values() if job.state != DELETING],
+        "jobSchedules": [_schedule(item) for item in account.job_schedules.values() if item.state != DELETING_SCHEDULE],
     }
 
 
@@ -157,9 +160,21 @@ def _job(job: Job) -> dict[str, Any]:
         **_entity(job),
         "execution": job.execution,
         "autoPool": job.auto_pool.id if job.auto_pool is not None else None,
+        "scheduleId": job.schedule_id,
         "preparation": job.preparation,
         "release": job.release,
         "tasks": [_task(task) for task in job.tasks.values()],
+    }
+
+
+def _schedule(schedule: JobSchedule) -> dict[str, Any]:
+    return {
+        **_entity(schedule),
+        "nextRun": _iso(schedule.next_run),
+        "lastRun": _iso(schedule.last_run),
+        "recentJob": schedule.recent_job,
+        "jobCount": schedule.job_count,
+        "endTime": _iso(schedule.end_time),
     }
 
 
@@ -243,6 +258,7 @@ def restore(account: Account, data: dict[str, Any], path: Path) -> Restored:
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         account.pools.clear()
         account.jobs.clear()
+        account.job_schedules.clear()
         raise StateFileError(
             f"{path} has schema version {SCHEMA_VERSION} but cannot be loaded ({type(exc).__name__}: {exc}): it was "
             "changed by hand or damaged; move it away to start empty"
@@ -267,6 +283,10 @@ def _restore(account: Account, data: dict[str, Any]) -> Restored:
         account.jobs[job.key] = job
         if job.state == TERMINATING:
             restored.jobs_to_terminate.append(job)
+    # Absent from files written before job schedules were kept: none then.
+    for item in data.get("jobSchedules", []):
+        schedule = _restore_schedule(item)
+        account.job_schedules[schedule.key] = schedule
     _link_recent(account, recent)
     # New nodes get addresses after the restored ones, so no two nodes share one.
     account.node_addresses.resume_after(
@@ -276,6 +296,7 @@ def _restore(account: Account, data: dict[str, Any]) -> Restored:
         [pool.etag for pool in account.pools.values()]
         + [job.etag for job in account.jobs.values()]
         + [task.etag for job in account.jobs.values() for task in job.tasks.values()]
+        + [schedule.etag for schedule in account.job_schedules.values()]
     )
     # Node directories of pools that did not come back (deleting when the service stopped) are not kept.
     pools_dir = task_root / "pools"
@@ -339,6 +360,7 @@ def _restore_job(account: Account, item: dict[str, Any], old_url: str, new_url: 
     _restore_entity(job, item)
     job.constraints_changed()
     job.execution = item["execution"]
+    job.schedule_id = item.get("scheduleId")
     if item["autoPool"] is not None:
         job.auto_pool = account.pools.get(item["autoPool"].lower())
         if job.auto_pool is None:  # its pool was being deleted: the job still names it
@@ -359,6 +381,19 @@ def _restore_job(account: Account, item: dict[str, Any], old_url: str, new_url: 
         if task.state == ACTIVE:
             queue(job, task)
     return job
+
+
+def _restore_schedule(item: dict[str, Any]) -> JobSchedule:
+    """A schedule as it was; the intervals it missed while the service was down are worked out at the next tick
+    (each waits only for its start window, as while it ran)."""
+    schedule = JobSchedule(item["spec"])
+    _restore_entity(schedule, item)
+    schedule.next_run = _optional_time(item["nextRun"])
+    schedule.last_run = _optional_time(item["lastRun"])
+    schedule.recent_job = item["recentJob"]
+    schedule.job_count = item["jobCount"]
+    schedule.end_time = _optional_time(item["endTime"])
+    return schedule
 
 
 def _restore_task(account: Account, job: Job, item: dict[str, Any], old_url: str, new_url: str) -> Task:

@@ -243,6 +243,8 @@ def _endpoints(endpoints: Any, path: str) -> None:
             v.enum(rule, "access", ("allow", "deny"), path=f"{rule_path}.access")
             v.require(rule, "access", f"{rule_path}.access")
             _string(rule, "sourceAddressPrefix", f"{rule_path}.sourceAddressPrefix")
+            # Recorded: a rule without source ports comes back with ["*"] (test_batch_compute_node_extensions).
+            rule.setdefault("sourcePortRanges", ["*"])
 
 
 def normalize_mounts(mounts: Any, path: str) -> None:

@@ -22,6 +22,7 @@ from .clock import iso, utcnow
 from .entity import Entity
 from .errors import invalid_property
 from .identity import normalize_user_identity, username
+from .node_endpoints import add_network
 from .tasks import RecentRun
 from .vm_sizes import check_vm_size
 
@@ -310,6 +311,7 @@ class ComputeNode:
             "runningTaskSlotsCount": self.running_slots,
             "isDedicated": self.is_dedicated,
         }
+        add_network(out, self)
         if self.last_boot_time is not None:
             out["lastBootTime"] = iso(self.last_boot_time)
             out["nodeAgentInfo"] = {"lastUpdateTime": iso(self.last_boot_time), "version": "1.12.34"}

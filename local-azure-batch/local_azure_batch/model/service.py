@@ -1,7 +1,8 @@
 """The Batch service model put together: the account, and the operations that work on it.
 
-The REST layer calls ``service.pools``, ``service.nodes``, ``service.jobs`` and ``service.tasks``; the scheduler and the
-ticker run in the background from :meth:`BatchService.start` to :meth:`BatchService.stop`.
+The REST layer calls ``service.pools``, ``service.nodes``, ``service.jobs``, ``service.job_schedules`` and
+``service.tasks``; the scheduler and the ticker run in the background from :meth:`BatchService.start` to
+:meth:`BatchService.stop`.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from .autoscaling import AutoScaling
 from .clock import utcnow
 from .execution import Execution
 from .job_operations import JobOperations
+from .job_schedule_operations import JobScheduleOperations
 from .job_side_tasks import JobSideTasks
 from .jobs import ACTIVE_JOB, DISABLED, DISABLING, ENABLING
 from .multi_instance import MultiInstanceExecution
@@ -53,6 +55,7 @@ class BatchService:
         side_tasks = JobSideTasks(self.account)
         self.jobs = JobOperations(self.account, self.pools, side_tasks)
         self.tasks = TaskOperations(self.account, self.jobs)
+        self.job_schedules = JobScheduleOperations(self.account, self.jobs)
         execution = Execution(self.account, self.jobs, side_tasks)
         self.scheduler = Scheduler(self.account, execution, MultiInstanceExecution(self.account, execution, side_tasks))
         self.spot = Spot(self.account, self.allocation)
@@ -129,7 +132,8 @@ class BatchService:
                 log.exception("ticker pass failed")
 
     def tick(self) -> None:
-        """Job wall clocks, autoscale samples and evaluations, pools done resizing."""
+        """Job schedules' due jobs, job wall clocks, autoscale samples and evaluations, pools done resizing."""
+        self.job_schedules.tick()
         now = utcnow()
         for job in list(self.account.jobs.values()):
             deadline = job.wall_clock_deadline

@@ -1,4 +1,4 @@
-"""Pools and jobs: the operations every top-level collection of entities has (create, list and get)."""
+"""Pools, jobs and job schedules: the operations every top-level collection of entities has (create, list and get)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from aiohttp import web
 
 from . import wire
 from .body import read_json
-from .routing import JOB, POOL, RouteTable
+from .routing import JOB, JOB_SCHEDULE, POOL, RouteTable
 
 if TYPE_CHECKING:
     from local_azure_batch.model.service import BatchService
@@ -61,4 +61,13 @@ collection_routes(
     create=lambda service, body: service.jobs.create_job(body),
     listing=lambda service: service.jobs.list_jobs(),
     get=lambda service, job_id: service.jobs.get_job(job_id),
+)
+collection_routes(
+    routes,
+    group="JobSchedules",
+    noun="JobSchedule",
+    item_path=JOB_SCHEDULE,
+    create=lambda service, body: service.job_schedules.create_schedule(body),
+    listing=lambda service: service.job_schedules.list_schedules(),
+    get=lambda service, schedule_id: service.job_schedules.schedule(schedule_id),
 )

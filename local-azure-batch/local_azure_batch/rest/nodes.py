@@ -15,6 +15,7 @@ from urllib.parse import quote
 from aiohttp import web
 
 from local_azure_batch.model.node_operations import UploadedLogs
+from local_azure_batch.model.pools import ComputeNode
 from local_azure_batch.model.service import BatchService
 from local_azure_batch.runner.transfers import TransferError
 
@@ -128,14 +129,21 @@ async def upload_logs(request: web.Request, service: BatchService, params: dict[
     body: Any = await read_json(request)
     uploaded = service.nodes.upload_logs(params["poolId"], params["nodeId"], body, request["request_id"])
     # The node uploads them in the background, as a node agent does: the answer says where and how many.
-    service.account.spawn(_upload(service, str(body["containerUrl"]), uploaded))
+    node = service.account.node(params["poolId"], params["nodeId"])
+    service.account.spawn(_upload(service, node, str(body["containerUrl"]), uploaded))
     return wire.json_response(
         request, uploaded.to_wire(), "Microsoft.Azure.Batch.Protocol.Entities.UploadBatchServiceLogsResult"
     )
 
 
-async def _upload(service: BatchService, container_url: str, uploaded: UploadedLogs) -> None:
+async def _upload(service: BatchService, node: ComputeNode, container_url: str, uploaded: UploadedLogs) -> None:
+    """The node reports a container it cannot reach where a node does, in its own agent log (the answer was
+    given already): the next ``uploadbatchservicelogs`` of that node carries the line."""
+    directory = uploaded.virtual_directory_name
     try:
-        await service.account.transfers.upload_blobs(container_url, uploaded.virtual_directory_name, uploaded.files)
+        await service.account.transfers.upload_blobs(container_url, directory, uploaded.files)
     except TransferError as exc:
-        log.warning("uploading the service logs to %s failed: %s", uploaded.virtual_directory_name, exc)
+        log.warning("uploading the service logs to %s failed: %s", directory, exc)
+        node.agent_log(f"uploading service logs to {directory} failed: {exc.failure_info.get('message')}", "ERROR")
+    else:
+        node.agent_log(f"uploaded {len(uploaded.files)} service log files to {directory}")

@@ -27,10 +27,9 @@ this service's (documented guess). ``UnsupportedQueryParameter`` ("One of the qu
 the request URI is not supported.") is the code of the same table; its ``QueryParameterName`` value is a
 guess too.
 
-Not checked: the filters of operations this service does not serve (certificates, job schedules, pool
-usage metrics); what a ``not``, a ``null`` or a comparison of two properties would do on
-the service is not documented, so they are refused (documented guess: the grammar the docs give is
-"property name, operator, and value").
+Not checked: the filters of operations this service does not serve (certificates, pool usage metrics); what a
+``not``, a ``null`` or a comparison of two properties would do on the service is not documented, so they are
+refused (documented guess: the grammar the docs give is "property name, operator, and value").
 """
 
 from __future__ import annotations
@@ -88,6 +87,7 @@ def _times(*names: str) -> dict[str, FilterProperty]:
 # BatchNodeState, BatchStartTaskState, BatchTaskExecutionResult, BatchJobPreparationTaskState and
 # BatchJobReleaseTaskState, api-version 2025-06-01).
 JOB_STATES = ("active", "disabling", "disabled", "enabling", "terminating", "completed", "deleting")
+JOB_SCHEDULE_STATES = ("active", "completed", "disabled", "terminating", "deleting")
 TASK_STATES = ("active", "preparing", "running", "completed")
 POOL_STATES = ("active", "deleting")
 ALLOCATION_STATES = ("steady", "resizing", "stopping")
@@ -138,6 +138,10 @@ NODE_PROPERTIES = _words(
     "vmSize totalTasksRun runningTasksCount runningTaskSlotsCount totalTasksSucceeded recentTasks startTask "
     "startTaskInfo errors isDedicated endpointConfiguration nodeAgentInfo virtualMachineInfo"
 )
+JOB_SCHEDULE_PROPERTIES = _words(
+    "id displayName url eTag lastModified creationTime state stateTransitionTime previousState "
+    "previousStateTransitionTime schedule jobSpecification executionInfo metadata stats"
+)
 SUBTASK_PROPERTIES = _words(
     "id nodeInfo startTime endTime exitCode containerInfo failureInfo state stateTransitionTime previousState "
     "previousStateTransitionTime result"
@@ -152,6 +156,18 @@ JOB_FILTER: dict[str, FilterProperty] = {
     "state": _enum(*JOB_STATES),
     **_times("stateTransitionTime", "creationTime", "lastModified", "executionInfo/startTime", "executionInfo/endTime"),
     "executionInfo/poolId": FilterProperty("string", ID_OPERATORS),
+}
+# List Job Schedules ("OData filters in Batch"): id, state, and the schedule's times.
+JOB_SCHEDULE_FILTER: dict[str, FilterProperty] = {
+    "id": FilterProperty("string", ID_OPERATORS),
+    "state": _enum(*JOB_SCHEDULE_STATES),
+    **_times(
+        "stateTransitionTime",
+        "creationTime",
+        "lastModified",
+        "executionInfo/nextRunTime",
+        "executionInfo/endTime",
+    ),
 }
 TASK_FILTER: dict[str, FilterProperty] = {
     "id": FilterProperty("string", ID_OPERATORS),
@@ -201,6 +217,11 @@ FILES_FILTER = {"name": FilterProperty("string", frozenset({"startswith"}))}
 OPTIONS: dict[str, QueryOptions] = {
     "Jobs_ListJobs": QueryOptions("List Jobs", JOB_FILTER, JOB_PROPERTIES, STATS, True),
     "Jobs_GetJob": QueryOptions("Get Job", None, JOB_PROPERTIES, STATS, True),
+    "Jobs_ListJobsFromSchedule": QueryOptions("List Jobs From Schedule", JOB_FILTER, JOB_PROPERTIES, STATS, True),
+    "JobSchedules_ListJobSchedules": QueryOptions(
+        "List Job Schedules", JOB_SCHEDULE_FILTER, JOB_SCHEDULE_PROPERTIES, STATS, True
+    ),
+    "JobSchedules_GetJobSchedule": QueryOptions("Get Job Schedule", None, JOB_SCHEDULE_PROPERTIES, STATS, True),
     "Tasks_ListTasks": QueryOptions("List Tasks", TASK_FILTER, TASK_PROPERTIES, STATS, True),
     "Tasks_GetTask": QueryOptions("Get Task", None, TASK_PROPERTIES, STATS, True),
     "Tasks_ListSubTasks": QueryOptions("List Subtasks", None, SUBTASK_PROPERTIES),

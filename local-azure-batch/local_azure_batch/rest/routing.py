@@ -23,6 +23,7 @@ POOL = "/pools/{poolId}"
 NODE = POOL + "/nodes/{nodeId}"
 JOB = "/jobs/{jobId}"
 TASK = JOB + "/tasks/{taskId}"
+JOB_SCHEDULE = "/jobschedules/{jobScheduleId}"
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,12 @@ class Route:
                 if not segments[index]:
                     return None
                 params[part[1:-1]] = segments[index]
+            elif part.endswith("(*)"):
+                # OData key syntax in one segment: certificates(thumbprintAlgorithm=sha1,thumbprint=...)
+                prefix = part[:-2]
+                if not (segments[index].lower().startswith(prefix) and segments[index].endswith(")")):
+                    return None
+                params["key"] = segments[index][len(prefix) : -1]
             elif part != segments[index].lower():
                 return None
         return params if len(segments) == len(self.pattern) else None
@@ -92,7 +99,7 @@ class Router:
             ids = route.pattern[1::2]
             if (
                 route.open_ended
-                or any(name.startswith("{") for name in names)
+                or any(name.startswith("{") or name.endswith("(*)") for name in names)
                 or any(not part.startswith("{") for part in ids)
             ):
                 self._others.append(route)

@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
-from . import create_list_get, files, jobs, nodes, pools, tasks
+from . import certificates, create_list_get, files, job_schedules, jobs, nodes, pools, tasks
 from .routing import Route, Router
 
-ROUTER = Router([*create_list_get.routes, *pools.routes, *nodes.routes, *jobs.routes, *tasks.routes, *files.routes])
+ROUTER = Router(
+    [
+        *create_list_get.routes,
+        *pools.routes,
+        *nodes.routes,
+        *jobs.routes,
+        *job_schedules.routes,
+        *tasks.routes,
+        *files.routes,
+        *certificates.routes,
+    ]
+)
 ROUTES: list[Route] = ROUTER.routes
 OPERATIONS = ROUTER.operations
 resolve = ROUTER.resolve
