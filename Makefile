@@ -158,7 +158,8 @@ EXAMPLES ?= example_azbatch_hello example_azbatch_deferrable
 # Scheduler + triggerer (and Azurite, the cluster's storage): the deferrable example's output in the task log
 # (and its metric), a deferred @task.azure_batch function, and each feature that differs between lines: log
 # sources, the deferred kill (marked failed, cleared), checkpoints across a triggerer restart, the connection form,
-# and a DAG started by a job watcher (an asset watcher) once per job, across a triggerer restart.
+# a DAG scheduled on a run's output asset, and a DAG started by a job watcher (an asset watcher) once per job,
+# across a triggerer restart. Each row of docs/reference/airflow-lines.md names its tests here (tests/lines).
 REAL_AIRFLOW := tests/airflow_run/test_real_airflow.py
 COMPAT_DEPLOYMENT_TESTS ?= $(REAL_AIRFLOW)::test_output_streams_while_deferred_and_appears_once \
 	$(REAL_AIRFLOW)::test_first_output_appears_within_a_poll_of_the_trigger_start \
@@ -167,6 +168,7 @@ COMPAT_DEPLOYMENT_TESTS ?= $(REAL_AIRFLOW)::test_output_streams_while_deferred_a
 	$(REAL_AIRFLOW)::test_a_triggerer_restart_loses_no_line \
 	$(REAL_AIRFLOW)::test_the_connection_form_as_the_ui_receives_it_shows_no_null \
 	$(REAL_AIRFLOW)::test_a_deferred_taskflow_function_returns_what_the_dag_branches_on \
+	$(REAL_AIRFLOW)::test_an_asset_scheduled_dag_runs_once_per_training_run_with_its_job_and_metrics \
 	$(REAL_AIRFLOW)::test_a_watcher_scheduled_dag_runs_once_per_training_job_completed_outside_airflow
 # Each line's pytest temporary files in the checkout: a shared /tmp/pytest-of-* keeps only the newest three
 # sessions of anyone on the machine, and may remove a running deployment's home.

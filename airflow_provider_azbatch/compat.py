@@ -16,7 +16,7 @@ import logging
 import re
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from airflow_provider_azbatch import airflowless
 
@@ -131,6 +131,33 @@ PROVIDER_CLI: bool = AIRFLOW_V_3_2_PLUS
 # -- logs ----------------------------------------------------------------------------------------------
 
 
+class ConnectionFields(Protocol):
+    """What the provider reads of a connection: Airflow's ``Connection``, or the one a torchx command line builds
+    without Airflow (``torchx/account.py``)."""
+
+    @property
+    def conn_id(self) -> str: ...
+    @property
+    def host(self) -> str | None: ...
+    @property
+    def login(self) -> str | None: ...
+    @property
+    def password(self) -> str | None: ...
+    @property
+    def extra_dejson(self) -> dict[str, Any]: ...
+
+
+class Log(Protocol):
+    """Where the provider's helpers write: a task's or trigger's ``self.log`` (structlog on Airflow 3), a
+    ``logging.Logger`` (the CLI, the tests). Both take a %-format message and its arguments."""
+
+    def debug(self, msg: str, /, *args: Any) -> object: ...
+    def info(self, msg: str, /, *args: Any) -> object: ...
+    def warning(self, msg: str, /, *args: Any) -> object: ...
+    def error(self, msg: str, /, *args: Any) -> object: ...
+    def exception(self, msg: str, /, *args: Any) -> object: ...
+
+
 def named_logger(name: str) -> Any:
     """A structlog logger whose lines carry ``name`` as their source (the log view's "Sources" filter).
 
@@ -146,7 +173,8 @@ def redact(text: str) -> str:
     """``text`` with the secrets this process's masker knows replaced, as Airflow masks log lines (for text
     that leaves the log: a trigger event's output lines, stored in the metadata database)."""
     try:  # 3.1+ (the execution_time module is deprecated there)
-        from airflow.sdk.log import redact as airflow_redact
+        # Airflow re-exports it there without __all__ (mypy --strict: not exported)
+        from airflow.sdk.log import redact as airflow_redact  # type: ignore[attr-defined, unused-ignore]
     except ImportError:  # 3.0
         from airflow.sdk.execution_time.secrets_masker import redact as airflow_redact  # type: ignore[no-redef]
 
@@ -384,15 +412,17 @@ def redirect_stdout_log_handlers_to_stderr() -> None:
     redirect()
 
 
-def dags_in_file(path: str) -> tuple[dict[str, Any], dict[str, str]]:
-    """The DAGs a file defines, by id, and its import errors (file -> error), as the DAG processor reads them."""
+def dags_in_file(path: str, *, safe_mode: bool = False) -> tuple[dict[str, Any], dict[str, str]]:
+    """The DAGs a file (or a folder) defines, by id, and its import errors (file -> error), as the DAG processor
+    reads them; ``safe_mode`` skips files that name neither "dag" nor "airflow" (``[core]
+    dag_discovery_safe_mode``, which the DAG processor applies to its folder)."""
     import inspect
 
     try:  # 3.2+
         from airflow.dag_processing.dagbag import DagBag
     except ImportError:  # 3.0, 3.1
         from airflow.models.dagbag import DagBag  # type: ignore[no-redef,attr-defined,unused-ignore]
-    kwargs: dict[str, Any] = {"safe_mode": False}
+    kwargs: dict[str, Any] = {"safe_mode": safe_mode}
     if "include_examples" in inspect.signature(DagBag).parameters:  # 3.0 to 3.2: else [core] load_examples decides
         kwargs["include_examples"] = False
     bag = DagBag(dag_folder=path, **kwargs)
@@ -416,6 +446,8 @@ __all__ = [
     "AirflowSkipException",
     "AirflowTaskTimeout",
     "BaseHook",
+    "ConnectionFields",
+    "Log",
     "TaskDeferralError",
     "TaskDeferralTimeout",
     "TaskInstanceKey",

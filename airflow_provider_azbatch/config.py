@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 from airflow_provider_azbatch.get_provider_info import CONFIG_OPTIONS
 
 SECTION = "azbatch"
+T = TypeVar("T")
 
 
 def _raw(option: str) -> str:
-    default = CONFIG_OPTIONS[option]["default"]
+    default: str = CONFIG_OPTIONS[option]["default"]
     try:
         from airflow_provider_azbatch.compat import conf
     except ImportError:  # pragma: no cover - outside an Airflow installation
@@ -21,19 +25,19 @@ def get_str(option: str) -> str:
 
 
 def get_int(option: str) -> int:
-    value = _raw(option)
-    try:
-        return int(value)
-    except ValueError:
-        raise ValueError(f"[{SECTION}] {option} must be an integer, got {value!r}") from None
+    return _parsed(option, int, "an integer")
 
 
 def get_float(option: str) -> float:
+    return _parsed(option, float, "a number")
+
+
+def _parsed(option: str, parse: Callable[[str], T], what: str) -> T:
     value = _raw(option)
     try:
-        return float(value)
+        return parse(value)
     except ValueError:
-        raise ValueError(f"[{SECTION}] {option} must be a number, got {value!r}") from None
+        raise ValueError(f"[{SECTION}] {option} must be {what}, got {value!r}") from None
 
 
 def get_bool(option: str) -> bool:

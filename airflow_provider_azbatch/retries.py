@@ -19,7 +19,8 @@ class Backoff:
     attempt: int = 0
 
     def next_delay(self, retry_after: float | None = None) -> float:
-        base = min(self.maximum, self.initial * (2**self.attempt))
+        growth: int = 2**self.attempt  # typeshed types int ** int as Any (a negative power is a float)
+        base = min(self.maximum, self.initial * growth)
         self.attempt += 1
         delay = base * (0.5 + random.random() / 2)
         return max(delay, retry_after or 0.0)

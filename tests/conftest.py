@@ -22,7 +22,7 @@ os.environ.setdefault("AIRFLOW__LOGGING__LOGGING_LEVEL", "INFO")
 # Notice a pool that cannot get nodes within seconds, not the production half minute.
 os.environ["AIRFLOW__AZBATCH__POOL_CHECK_INTERVAL"] = "2"
 # dag.test() runs triggers in-process with no executor whose stale events a quick trigger could race
-# (triggers/job.py, _hold_for_the_scheduler): no hold there. The deployments in tests/airflow_run keep it.
+# (triggers/watch_events.py, hold_for_the_scheduler): no hold there. The deployments in tests/airflow_run keep it.
 os.environ["AIRFLOW__AZBATCH__MIN_DEFERRAL_SECONDS"] = "0"
 
 import pytest  # noqa: E402

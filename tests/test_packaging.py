@@ -42,7 +42,18 @@ def _third_party_imports() -> set[str]:
     stdlib = set(sys.stdlib_module_names)
     found: set[str] = set()
     for path in (ROOT / "airflow_provider_azbatch").rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
+        tree = ast.parse(path.read_text())
+        # What `if TYPE_CHECKING:` imports is the type checker's (the dev environment's), not a running provider's.
+        type_only = {
+            id(inner)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.If) and ast.unparse(node.test) in {"TYPE_CHECKING", "typing.TYPE_CHECKING"}
+            for statement in node.body
+            for inner in ast.walk(statement)
+        }
+        for node in ast.walk(tree):
+            if id(node) in type_only:
+                continue
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
             if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 names = [node.module]

@@ -160,11 +160,17 @@ ARG_DAG_FILE = Arg(
     help="A DAG file: the pools of its Batch tasks are checked too (image and VM size offered, vCPU quota, existing "
     "pools exist), and its tasks' storage needs decide whether a missing storage account fails the check",
 )
+ARG_NO_DAGS = Arg(
+    ("--no-dags",),
+    action="store_true",
+    help="A fast check: do not read the DAGs folder ([core] dags_folder), whose every Batch task is checked when no "
+    "--dag-file, --requirements or --vm-size is given",
+)
 ARG_CHECK_DAG_ID = Arg(
     ("--dag-id",),
     action="append",
     metavar="DAG_ID",
-    help="Only this DAG of --dag-file (default: every DAG it defines); repeat for several",
+    help="Only this DAG of --dag-file or of the DAGs folder (default: every DAG); repeat for several",
 )
 ARG_REQUIREMENTS = Arg(
     ("--requirements",),
@@ -204,6 +210,7 @@ ARG_CHECK_OUTPUT = Arg(
 CHECK_ARGS = (
     ARG_CONN_ID,
     ARG_DAG_FILE,
+    ARG_NO_DAGS,
     ARG_CHECK_DAG_ID,
     ARG_REQUIREMENTS,
     ARG_VM_SIZE,
@@ -218,11 +225,15 @@ CHECK_HELP = "Check a connection against its Batch account before the first run:
 CHECK_DESCRIPTION = (
     "Preflight of a connection: authentication and the identity it resolves to; the data-plane permissions a run "
     "needs (jobs listed, a throw-away job created and deleted); the storage account (a container created, a blob "
-    "written, read and deleted, a SAS the credential signs); with --dag-file or --requirements, each pool's image "
-    "and VM size offered in the account's region and the account's vCPU quota for its family (read from Azure "
-    "Resource Manager when the credential may). Each line is ok, or what is wrong and the fix. Exit code 0: ready; "
-    "1: something a run needs is missing (or, with --strict, could not be read); 2: wrong arguments. Nothing is "
-    "left behind. On every Airflow line: python -m airflow_provider_azbatch.preflight takes the same arguments."
+    "written, read and deleted, a SAS the credential signs); the pools of every Batch task of the DAGs folder "
+    "([core] dags_folder; or of --dag-file; or the pool of --requirements or --vm-size; --no-dags for none): each "
+    "pool's image and VM size offered in the account's region and the account's vCPU quota for its family, summed "
+    "over the pools that share it; and what the nodes will not reach: the storage account's public network access "
+    "and network rules, a pool's subnet, whether the identity may join it, its network security group (read from "
+    "Azure Resource Manager when the credential may). Each line is ok, or what is wrong and the fix. Exit code 0: "
+    "ready; 1: something a run needs is missing (or, with --strict, could not be read); 2: wrong arguments. Nothing "
+    "is left behind (a container that could not be deleted is named). On every Airflow line: python -m "
+    "airflow_provider_azbatch.preflight takes the same arguments."
 )
 CHECK_COMMAND = ActionCommand(
     name="check",

@@ -6,7 +6,7 @@ import itertools
 from argparse import Namespace
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.utils.cli import suppress_logs_and_warning
 from airflow.utils.providers_configuration_loader import providers_configuration_loaded
@@ -27,6 +27,11 @@ from airflow_provider_azbatch.cli.times import iso_time, seconds_between, time_w
 from airflow_provider_azbatch.enums import enum_value
 from airflow_provider_azbatch.hooks.storage import LogLocation
 from airflow_provider_azbatch.submission.job_ids import DAG_ID_KEY, MAP_INDEX_KEY, RUN_ID_KEY, TASK_ID_KEY
+
+if TYPE_CHECKING:
+    from azure.batch.models import BatchTask
+
+    from airflow_provider_azbatch.hooks.batch import AzureBatchHook
 
 LIST_SELECT = ["id", "state", "creationTime", "executionInfo", "metadata", "poolInfo"]
 TASK_SELECT = ["id", "state", "executionInfo", "nodeInfo", "multiInstanceSettings"]
@@ -119,7 +124,7 @@ def job_summary(job: Any) -> dict[str, Any]:
     }
 
 
-def _with_outcome(hook: Any, job: dict[str, Any]) -> dict[str, Any] | None:
+def _with_outcome(hook: AzureBatchHook, job: dict[str, Any]) -> dict[str, Any] | None:
     """The job's summary with its task counts and outcome (None: it was deleted meanwhile)."""
     from azure.core.exceptions import ResourceNotFoundError
 
@@ -131,7 +136,7 @@ def _with_outcome(hook: Any, job: dict[str, Any]) -> dict[str, Any] | None:
     return {**job, "outcome": outcome, "tasks": counts.to_json()}
 
 
-def _listed(hook: Any, where: str | None, schedule_id: str | None) -> Iterable[Any]:
+def _listed(hook: AzureBatchHook, where: str | None, schedule_id: str | None) -> Iterable[Any]:
     """The jobs of the account, or those a job schedule made (the service's own list: Jobs_ListJobsFromSchedule)."""
     if schedule_id is None:
         return hook.list_jobs(filter=where, select=LIST_SELECT)
@@ -143,7 +148,7 @@ def _listed(hook: Any, where: str | None, schedule_id: str | None) -> Iterable[A
         raise CliError(f"No job schedule {schedule_id!r} in this Batch account") from None
 
 
-def _list(hook: Any, args: Namespace) -> None:
+def _list(hook: AzureBatchHook, args: Namespace) -> None:
     since, until = time_window(args.since, args.until)
     wanted = {DAG_ID_KEY: args.dag_id, TASK_ID_KEY: args.task_id, RUN_ID_KEY: args.run_id}
     wanted = {key: value for key, value in wanted.items() if value}
@@ -151,7 +156,7 @@ def _list(hook: Any, args: Namespace) -> None:
     asked = [*(args.state or []), *(getattr(args, "outcome", None) or [])]
     states = [state for state in asked if state not in OUTCOMES]
     outcomes = [state for state in asked if state in OUTCOMES]
-    jobs = []
+    jobs: list[dict[str, Any]] = []
     for job in _listed(hook, list_filter(states, args.prefix, since, until), getattr(args, "schedule", None)):
         metadata = metadata_of(job)
         if all(metadata.get(key) == value for key, value in wanted.items()):
@@ -162,11 +167,11 @@ def _list(hook: Any, args: Namespace) -> None:
     # The outcome costs a request per job: only as many as are shown (or looked at, to find them).
     shown: list[dict[str, Any]] = []
     looked_at = 0
-    for job in jobs:
+    for listed in jobs:
         if len(shown) == args.limit:
             break
         looked_at += 1
-        found = _with_outcome(hook, job)
+        found = _with_outcome(hook, listed)
         if found is not None and (not outcomes or found["outcome"] in outcomes):
             shown.append(found)
     print_records(shown, LIST_COLUMNS, args.output)
@@ -195,7 +200,7 @@ def _failure(info: Any) -> dict[str, Any] | None:
     return {"category": enum_value(failure.category), "code": failure.code, "message": failure.message}
 
 
-def task_record(task: Any) -> dict[str, Any]:
+def task_record(task: BatchTask) -> dict[str, Any]:
     info = task.execution_info
     start, end = getattr(info, "start_time", None), getattr(info, "end_time", None)
     result = getattr(info, "result", None)
@@ -228,7 +233,7 @@ def subtask_record(subtask: Any) -> dict[str, Any]:
     }
 
 
-def describe_job(hook: Any, job_id: str, limit: int | None = None) -> dict[str, Any]:
+def describe_job(hook: AzureBatchHook, job_id: str, limit: int | None = None) -> dict[str, Any]:
     job = hook.get_job(job_id)
     if job is None:
         raise CliError(f"Batch job '{job_id}' does not exist in Batch account '{hook.account_name}'")
@@ -266,7 +271,7 @@ def describe_job(hook: Any, job_id: str, limit: int | None = None) -> dict[str, 
     }
 
 
-def _describe(hook: Any, args: Namespace) -> None:
+def _describe(hook: AzureBatchHook, args: Namespace) -> None:
     document = describe_job(hook, job_id_of(hook, args, args.job_id), args.limit)
     counted = sum(document["task_counts"][state] for state in ("active", "running", "completed"))
     if counted > len(document["tasks"]) == args.limit:
@@ -331,7 +336,7 @@ def _confirm(question: str) -> bool:
         return False
 
 
-def _cancel(hook: Any, args: Namespace) -> None:
+def _cancel(hook: AzureBatchHook, args: Namespace) -> None:
     job_id = job_id_of(hook, args, args.job_id)
     job = hook.get_job(job_id, select=["id", "state"])
     if job is None:

@@ -19,7 +19,7 @@ from argparse import Namespace
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from airflow.utils.cli import suppress_logs_and_warning
 from airflow.utils.providers_configuration_loader import providers_configuration_loaded
@@ -36,6 +36,9 @@ from airflow_provider_azbatch.model.records import STDERR, STDOUT, STREAMS, File
 from airflow_provider_azbatch.watching.core import RESTART_NOTICE, JobWatcher, output_prefix
 from airflow_provider_azbatch.watching.state import StreamCursor, WatchState
 from airflow_provider_azbatch.watching.streams import Tail
+
+if TYPE_CHECKING:
+    from airflow_provider_azbatch.hooks.batch import AzureBatchHook
 
 # The first read from the end of a file for --tail; doubled until enough lines are in.
 TAIL_CHUNK_BYTES = 64 * 1024
@@ -60,7 +63,7 @@ class Source:
 
 
 def locate(
-    hook: Any, job_id: str, task_id: str, stream: str, location: LogLocation | None
+    hook: AzureBatchHook, job_id: str, task_id: str, stream: str, location: LogLocation | None
 ) -> tuple[Source | None, bool]:
     """The file, or (None, gone): gone when the task's node no longer has it and nothing was uploaded."""
     listing = hook.list_task_files(job_id, task_id)
@@ -189,7 +192,7 @@ def _positionals(args: Namespace) -> tuple[str | None, str | None]:
     return args.job_id, args.task
 
 
-def _request(hook: Any, args: Namespace) -> Request:
+def _request(hook: AzureBatchHook, args: Namespace) -> Request:
     job_arg, task_arg = _positionals(args)
     job_id = job_id_of(hook, args, job_arg)
     job = hook.get_job(job_id, select=["id", "state", "metadata"])
@@ -209,7 +212,7 @@ def _request(hook: Any, args: Namespace) -> Request:
     return Request(job_id, [t.id for t in listed], {t.id: enum_value(t.state) for t in listed}, location, single=False)
 
 
-def _logs(hook: Any, args: Namespace) -> None:
+def _logs(hook: AzureBatchHook, args: Namespace) -> None:
     # Arguments first: a mistake is reported before any request.
     pattern = compile_grep(args.grep)
     since, until = time_window(args.since, args.until)
@@ -235,7 +238,7 @@ def _logs(hook: Any, args: Namespace) -> None:
         )
 
 
-def _show(hook: Any, request: Request, printer: Printer, tail: int | None) -> None:
+def _show(hook: AzureBatchHook, request: Request, printer: Printer, tail: int | None) -> None:
     """Show what the tasks wrote; nothing to read at all is an error saying why (exit code 1)."""
     max_bytes = config.get_int("max_read_bytes")
     read = 0
@@ -284,7 +287,7 @@ def _report_gone(request: Request, task: str, stream: str) -> None:
 
 
 def _follow(
-    hook: Any, request: Request, printer: Printer, tail: int | None, poll_interval: float, *, verbose: bool
+    hook: AzureBatchHook, request: Request, printer: Printer, tail: int | None, poll_interval: float, *, verbose: bool
 ) -> None:
     from airflow_provider_azbatch.hooks.errors import describe_error
     from airflow_provider_azbatch.watching.drivers import run_sync

@@ -5,16 +5,19 @@ with their state and errors, and their Batch service logs kept in the connection
 from __future__ import annotations
 
 from argparse import Namespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.utils.cli import suppress_logs_and_warning
 from airflow.utils.providers_configuration_loader import providers_configuration_loaded
 
 from airflow_provider_azbatch.cli.command import CliError, note, run
+from airflow_provider_azbatch.cli.node_table import NODE_DETAIL_COLUMNS, node_details
 from airflow_provider_azbatch.cli.output import Column, print_records, print_structured
-from airflow_provider_azbatch.cli.pools import _errors_text, node_record
 from airflow_provider_azbatch.cli.times import parse_time
 from airflow_provider_azbatch.enums import enum_value
+
+if TYPE_CHECKING:
+    from airflow_provider_azbatch.hooks.batch import AzureBatchHook
 
 NODES_SELECT = [
     "id",
@@ -31,37 +34,12 @@ NODES_SELECT = [
 ]
 # Nodes worth a look: their logs are what `upload-logs` without NODE keeps.
 FAILED_STATES = ("starttaskfailed", "unusable", "unknown", "offline")
-NODES_COLUMNS = (
-    Column("id", "node"),
-    Column("state", "state"),
-    Column("scheduling", "scheduling"),
-    Column("kind", "kind"),
-    Column("ip_address", "ip"),
-    Column("allocated", "allocated"),
-    Column("running_tasks", "running"),
-    Column("start_task", "start task"),
-    Column("errors", "errors", _errors_text),
-)
 KEPT_COLUMNS = (
     Column("node_id", "node"),
     Column("files", "files"),
     Column("url", "where"),
     Column("problem", "not kept because"),
 )
-
-
-def node_details(node: Any) -> dict[str, Any]:
-    record = node_record(node)
-    record.update(
-        {
-            "scheduling": enum_value(node.scheduling_state) if node.scheduling_state is not None else None,
-            "kind": "dedicated" if node.is_dedicated else "spot",
-            "ip_address": node.ip_address,
-            "allocated": node.allocation_time,
-            "last_boot": node.last_boot_time,
-        }
-    )
-    return record
 
 
 # -- pools nodes -----------------------------------------------------------------------------------------
@@ -72,15 +50,15 @@ def pools_nodes(args: Namespace) -> None:
     run(args, _nodes)
 
 
-def _pool_nodes(hook: Any, pool_id: str) -> list[Any]:
+def _pool_nodes(hook: AzureBatchHook, pool_id: str) -> list[Any]:
     if hook.get_pool(pool_id, select=["id"]) is None:
         raise CliError(f"Pool '{pool_id}' does not exist in Batch account '{hook.account_name}'")
     return hook.list_nodes(pool_id, select=NODES_SELECT)
 
 
-def _nodes(hook: Any, args: Namespace) -> None:
+def _nodes(hook: AzureBatchHook, args: Namespace) -> None:
     nodes = [node_details(node) for node in _pool_nodes(hook, args.pool_id)]
-    print_records(nodes, NODES_COLUMNS, args.output)
+    print_records(nodes, NODE_DETAIL_COLUMNS, args.output)
     failed = [node["id"] for node in nodes if node["state"] in FAILED_STATES]
     if failed and args.output not in ("json", "yaml"):
         note(
@@ -97,7 +75,7 @@ def pools_upload_logs(args: Namespace) -> None:
     run(args, _upload_logs)
 
 
-def _upload_logs(hook: Any, args: Namespace) -> None:
+def _upload_logs(hook: AzureBatchHook, args: Namespace) -> None:
     from airflow_provider_azbatch import config
     from airflow_provider_azbatch.runs.forensics import MAX_NODES, keep_node_logs
 
@@ -136,4 +114,4 @@ class _Quiet:
     def info(self, message: str, *args: Any) -> None:
         note(message % args)
 
-    warning = info
+    debug = warning = error = exception = info  # a compat.Log

@@ -6,7 +6,7 @@ import sys
 from argparse import Namespace
 from collections import Counter
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.utils.cli import suppress_logs_and_warning
 from airflow.utils.providers_configuration_loader import providers_configuration_loaded
@@ -14,6 +14,7 @@ from airflow.utils.providers_configuration_loader import providers_configuration
 from airflow_provider_azbatch import config
 from airflow_provider_azbatch.cli.command import CliError, note, run
 from airflow_provider_azbatch.cli.idle_pools import idle_verdict
+from airflow_provider_azbatch.cli.node_table import NODE_COLUMNS, error_record, errors_text, node_record
 from airflow_provider_azbatch.cli.output import (
     Column,
     cell,
@@ -24,6 +25,10 @@ from airflow_provider_azbatch.cli.output import (
 )
 from airflow_provider_azbatch.cli.times import format_duration
 from airflow_provider_azbatch.enums import enum_value
+
+if TYPE_CHECKING:
+    from airflow_provider_azbatch.compute.catalog import VmCatalog
+    from airflow_provider_azbatch.hooks.batch import AzureBatchHook
 
 LIST_SELECT = [
     "id",
@@ -68,10 +73,6 @@ def _nodes_text(by_state: dict[str, int] | None) -> str:
     return ", ".join(f"{count} {state}" for state, count in by_state.items())
 
 
-def _errors_text(errors: list[dict[str, Any]] | None) -> str:
-    return "; ".join(f"{error['code']}: {error['message']}" for error in errors or [])
-
-
 def _hourly_text(usd: float | None) -> str:
     return f"${usd:.4f}" if usd is not None else ""
 
@@ -97,14 +98,7 @@ LIST_COLUMNS = (
     Column("low_priority_nodes", "spot", lambda v: f"{v['current']}/{v['target']}"),
     Column("auto_scale", "autoscale"),
     Column("nodes_by_state", "nodes", _nodes_text),
-    Column("resize_errors", "resize errors", _errors_text),
-)
-NODE_COLUMNS = (
-    Column("id", "node"),
-    Column("state", "state"),
-    Column("running_tasks", "running tasks"),
-    Column("start_task", "start task"),
-    Column("errors", "errors", _errors_text),
+    Column("resize_errors", "resize errors", errors_text),
 )
 RUNNING_COLUMNS = (
     Column("job_id", "job"),
@@ -112,15 +106,6 @@ RUNNING_COLUMNS = (
     Column("node_id", "node"),
     Column("start_time", "started"),
 )
-
-
-def _error(error: Any) -> dict[str, Any]:
-    details = getattr(error, "error_values", None) or getattr(error, "error_details", None) or []
-    return {
-        "code": error.code,
-        "message": error.message,
-        "details": {item.name: item.value for item in details if getattr(item, "name", None)},
-    }
 
 
 def _node_counts(counts: Any) -> dict[str, int]:
@@ -150,7 +135,7 @@ def pool_summary(pool: Any, counts: Any = None) -> dict[str, Any]:
         },
         "auto_scale": bool(pool.enable_auto_scale),
         "nodes_by_state": _node_counts(counts),
-        "resize_errors": [_error(error) for error in pool.resize_errors or []],
+        "resize_errors": [error_record(error) for error in pool.resize_errors or []],
     }
 
 
@@ -170,17 +155,17 @@ def idle(summary: dict[str, Any]) -> str:
     return "no" if summary["nodes_by_state"].get("running") else "yes"
 
 
-def hourly_usd(summary: dict[str, Any], catalog: Any) -> float | None:
+def hourly_usd(summary: dict[str, Any], catalog: VmCatalog) -> float | None:
     """What the pool's nodes cost an hour now, at the catalog's list price (spot nodes too: an upper bound, as
     the run's cost estimate counts them); None for a size the catalog does not list."""
     size = catalog.find(summary["vm_size"] or "")
     if size is None:
         return None
-    nodes = summary["dedicated_nodes"]["current"] + summary["low_priority_nodes"]["current"]
+    nodes: int = summary["dedicated_nodes"]["current"] + summary["low_priority_nodes"]["current"]
     return round(nodes * size.hourly_usd, 4)
 
 
-def _list(hook: Any, args: Namespace) -> None:
+def _list(hook: AzureBatchHook, args: Namespace) -> None:
     from airflow_provider_azbatch.compute import load_catalog
 
     catalog = load_catalog()
@@ -229,7 +214,7 @@ def _confirm(question: str) -> bool:
         return False
 
 
-def _delete(hook: Any, args: Namespace) -> None:
+def _delete(hook: AzureBatchHook, args: Namespace) -> None:
     pool = hook.get_pool(args.pool_id, select=LIST_SELECT)
     if pool is None:
         raise CliError(f"Pool '{args.pool_id}' does not exist in Batch account '{hook.account_name}'")
@@ -257,28 +242,6 @@ def pools_describe(args: Namespace) -> None:
     run(args, _describe)
 
 
-def _start_task(info: Any) -> str | None:
-    if info is None:
-        return None
-    text = enum_value(info.state)
-    if info.exit_code is not None:
-        text += f", exit code {info.exit_code}"
-    if info.failure_info is not None:
-        text += f" ({info.failure_info.code}: {info.failure_info.message})"
-    return text
-
-
-def node_record(node: Any) -> dict[str, Any]:
-    return {
-        "id": node.id,
-        "state": enum_value(node.state) if node.state is not None else None,
-        "running_tasks": node.running_tasks_count,
-        "running_task_slots": node.running_task_slots_count,
-        "start_task": _start_task(node.start_task_info),
-        "errors": [_error(error) for error in node.errors or []],
-    }
-
-
 def running_tasks(nodes: list[Any]) -> list[dict[str, Any]]:
     """The tasks the nodes run now (the primary of a multi-node task as its task, the others as task/n)."""
     found = []
@@ -300,7 +263,7 @@ def running_tasks(nodes: list[Any]) -> list[dict[str, Any]]:
     return sorted(found, key=lambda task: (task["job_id"] or "", task["task_id"] or ""))
 
 
-def describe_pool(hook: Any, pool_id: str) -> dict[str, Any]:
+def describe_pool(hook: AzureBatchHook, pool_id: str) -> dict[str, Any]:
     pool = hook.get_pool(pool_id)
     if pool is None:
         raise CliError(f"Pool '{pool_id}' does not exist in Batch account '{hook.account_name}'")
@@ -320,7 +283,7 @@ def describe_pool(hook: Any, pool_id: str) -> dict[str, Any]:
                 "last_evaluation": {
                     "timestamp": run_.timestamp,
                     "results": run_.results,
-                    "error": _error(run_.error) if run_.error is not None else None,
+                    "error": error_record(run_.error) if run_.error is not None else None,
                 }
                 if run_ is not None
                 else None,
@@ -352,7 +315,7 @@ def _autoscale_fields(auto_scale: dict[str, Any]) -> list[tuple[str, str]]:
     return fields
 
 
-def _describe(hook: Any, args: Namespace) -> None:
+def _describe(hook: AzureBatchHook, args: Namespace) -> None:
     document = describe_pool(hook, args.pool_id)
     if args.output in ("json", "yaml"):
         print_structured(document, args.output)
@@ -373,7 +336,7 @@ def _describe(hook: Any, args: Namespace) -> None:
             ("Spot nodes", f"{spot['current']} (target {spot['target']})"),
             ("Nodes", _nodes_text(document["nodes_by_state"]) or "none"),
             *_autoscale_fields(document["auto_scale"]),
-            ("Resize errors", "\n".join(_errors_text([error]) for error in document["resize_errors"])),
+            ("Resize errors", "\n".join(errors_text([error]) for error in document["resize_errors"])),
         ]
     )
     if document["nodes"]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from argparse import Namespace
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_provider_azbatch.cli.command import CliError, UsageError
 from airflow_provider_azbatch.submission.job_ids import (
@@ -21,6 +21,9 @@ from airflow_provider_azbatch.submission.job_ids import (
     attempt_job_id,
     default_job_id,
 )
+
+if TYPE_CHECKING:
+    from airflow_provider_azbatch.hooks.batch import AzureBatchHook
 
 
 @dataclass(frozen=True)
@@ -62,7 +65,7 @@ def task_instance_of(args: Namespace) -> TaskInstance | None:
     return TaskInstance(args.dag_id, args.task_id, args.run_id, args.map_index)
 
 
-def job_id_of(hook: Any, args: Namespace, job_id: str | None) -> str:
+def job_id_of(hook: AzureBatchHook, args: Namespace, job_id: str | None) -> str:
     """The job the command is about: ``job_id``, or the latest job of the task instance in ``args``."""
     task_instance = task_instance_of(args)
     if job_id and task_instance:
@@ -76,7 +79,7 @@ def job_id_of(hook: Any, args: Namespace, job_id: str | None) -> str:
     return latest_job_of(hook, task_instance)
 
 
-def latest_job_of(hook: Any, ti: TaskInstance) -> str:
+def latest_job_of(hook: AzureBatchHook, ti: TaskInstance) -> str:
     base = default_job_id(ti.dag_id, ti.task_id, ti.run_id, ti.map_index)
     found = None
     attempt = 1

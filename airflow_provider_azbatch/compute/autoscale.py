@@ -92,6 +92,36 @@ def autoscale_formula(
 
     With ``low_priority`` the target is Spot nodes and dedicated is 0; otherwise the reverse.
     """
+    _check_formula_inputs(max_nodes, min_nodes, low_priority, sample_window, task_slots_per_node, multi_node)
+    samples = sample_window // SAMPLE_PERIOD
+    recent = f", avg($PendingTasks.GetSample({samples}))" if samples > 1 else ""
+    scaled, idle = (
+        ("$TargetLowPriorityNodes", "$TargetDedicatedNodes")
+        if low_priority
+        else ("$TargetDedicatedNodes", "$TargetLowPriorityNodes")
+    )
+    lines = [f"$tasks = max(0, $PendingTasks.GetSample(1){recent});"]
+    if multi_node > 1:
+        lines.append(f"$tasks = $tasks > 0 ? max($tasks, {multi_node}) : 0;")
+    lines += [
+        f"$nodes = ceil($tasks / {task_slots_per_node});",
+        f"{scaled} = max({min_nodes}, min($nodes, {max_nodes}));",
+    ]
+    if low_priority:
+        lines.append(f"{scaled} = {scaled} + ($nodes > 0 ? min($PreemptedNodeCount.GetSample(1), {max_nodes}) : 0);")
+    lines += [f"{idle} = 0;", "$NodeDeallocationOption = taskcompletion;"]
+    return "\n".join(lines)
+
+
+def _check_formula_inputs(
+    max_nodes: int,
+    min_nodes: int,
+    low_priority: bool,
+    sample_window: timedelta,
+    task_slots_per_node: int,
+    multi_node: int,
+) -> None:
+    """What Batch accepts, and what the formula can express (see autoscale_formula)."""
     check_node_bounds(max_nodes, min_nodes, prefix="autoscale")
     _check_count("autoscale.task_slots_per_node", task_slots_per_node, 1, MAX_TASK_SLOTS_PER_NODE)
     _check_count("autoscale.multi_node", multi_node, 1, max_nodes)
@@ -111,24 +141,6 @@ def autoscale_formula(
             "autoscale.sample_window must be a timedelta of whole 30-second samples (30 s, 1 min, 90 s, ...), "
             f"got {sample_window!r}"
         )
-    samples = sample_window // SAMPLE_PERIOD
-    recent = f", avg($PendingTasks.GetSample({samples}))" if samples > 1 else ""
-    scaled, idle = (
-        ("$TargetLowPriorityNodes", "$TargetDedicatedNodes")
-        if low_priority
-        else ("$TargetDedicatedNodes", "$TargetLowPriorityNodes")
-    )
-    lines = [f"$tasks = max(0, $PendingTasks.GetSample(1){recent});"]
-    if multi_node > 1:
-        lines.append(f"$tasks = $tasks > 0 ? max($tasks, {multi_node}) : 0;")
-    lines += [
-        f"$nodes = ceil($tasks / {task_slots_per_node});",
-        f"{scaled} = max({min_nodes}, min($nodes, {max_nodes}));",
-    ]
-    if low_priority:
-        lines.append(f"{scaled} = {scaled} + ($nodes > 0 ? min($PreemptedNodeCount.GetSample(1), {max_nodes}) : 0);")
-    lines += [f"{idle} = 0;", "$NodeDeallocationOption = taskcompletion;"]
-    return "\n".join(lines)
 
 
 def iso8601_duration(value: timedelta) -> str:

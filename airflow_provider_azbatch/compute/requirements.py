@@ -36,7 +36,8 @@ def parse_memory_gib(memory: str | float) -> float:
         )
     amount, unit, suffix = match.groups()
     base = 1024 if suffix and suffix.lower().startswith("i") else 1000
-    return float(amount) * base ** _POWER[unit.lower()] / _GIB
+    scale: int = base ** _POWER[unit.lower()]  # typeshed types int ** int as Any (a negative power is a float)
+    return float(amount) * scale / _GIB
 
 
 def _check_number(field: str, value: object) -> float:

@@ -40,6 +40,7 @@ from airflow_provider_azbatch.operators.job import AzureBatchJobOperator
 from airflow_provider_azbatch.results.task_results import read_results
 from airflow_provider_azbatch.runs import RunResult
 from airflow_provider_azbatch.specs import validation
+from airflow_provider_azbatch.specs.operator_options import what_runs
 from airflow_provider_azbatch.watching.drivers import run_sync
 from airflow_provider_azbatch.workspace.staged_files import FileForTasks
 
@@ -56,7 +57,7 @@ TASK_ID = "main"
 # How the failure report introduces a task's stderr tail (results.failure_report._quoted).
 _STDERR_HEADING = re.compile(r"\. Last \d+ lines of its stderr:$")
 # What the decorator sets itself: giving it is an error that says why.
-OWNED = ("command", "tasks", "fan_out", "command_template", "parameters", "task_id_prefix", "result_file")
+OWNED = (*what_runs(), "result_file")
 
 
 def _runner_script() -> bytes:
@@ -88,7 +89,9 @@ def _refuse_unrunnable(function: Callable[..., Any]) -> None:
     refuse_foreign_decorators(function)
 
 
-def _json_arguments(name: str, op_args: Collection[Any], op_kwargs: Mapping[str, Any]) -> tuple[list[Any], dict]:
+def _json_arguments(
+    name: str, op_args: Collection[Any], op_kwargs: Mapping[str, Any]
+) -> tuple[list[Any], dict[str, Any]]:
     """The arguments as JSON values, or an error naming the one that is not."""
     for label, value in [*((f"argument {i}", v) for i, v in enumerate(op_args)), *op_kwargs.items()]:
         try:
@@ -107,7 +110,7 @@ class _AzureBatchDecoratedOperator(DecoratedOperator, AzureBatchJobOperator):
 
     custom_operator_name = "@task.azure_batch"
     template_fields: Sequence[str] = (
-        *(name for name in AzureBatchJobOperator.template_fields if name not in ("command", "tasks", "fan_out")),
+        *(name for name in AzureBatchJobOperator.template_fields if name not in what_runs()),
         "op_args",
         "op_kwargs",
     )

@@ -12,6 +12,8 @@ the exit code is 1. A return value that cannot be serialised, or is larger than 
 error of the same kind, raised here before anything is uploaded.
 """
 
+from __future__ import annotations
+
 import base64
 import importlib
 import json
@@ -19,6 +21,8 @@ import os
 import sys
 import traceback
 import types
+from collections.abc import Callable
+from typing import Any
 
 # Exit codes: the function raised (or its value could not be returned); the call file itself is unusable.
 FUNCTION_FAILED = 1
@@ -29,7 +33,7 @@ class ReturnValueError(Exception):
     """The function returned, but its value cannot be handed back."""
 
 
-def _serializer(name):
+def _serializer(name: str) -> types.ModuleType | None:
     if name == "json":
         return None
     try:
@@ -41,7 +45,7 @@ def _serializer(name):
         ) from None
 
 
-def _arguments(call):
+def _arguments(call: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
     module = _serializer(call["serializer"])
     if module is None:
         return call["args"], call["kwargs"]
@@ -56,7 +60,7 @@ def _arguments(call):
     return args, kwargs
 
 
-def _function(call, directory):
+def _function(call: dict[str, Any], directory: str) -> Callable[..., Any]:
     name = call["function"]
     # The source is kept in a file, so that a traceback shows its lines.
     path = os.path.join(directory, f"{name}.py")
@@ -66,10 +70,11 @@ def _function(call, directory):
     module.__file__ = path
     sys.modules[module.__name__] = module
     exec(compile(call["source"], path, "exec"), module.__dict__)
-    return getattr(module, name)
+    function: Callable[..., Any] = getattr(module, name)
+    return function
 
 
-def _encoded(call, value):
+def _encoded(call: dict[str, Any], value: Any) -> str:
     module = _serializer(call["serializer"])
     if module is None:
         try:
@@ -92,16 +97,16 @@ def _encoded(call, value):
     return text
 
 
-def _error(exc):
+def _error(exc: BaseException) -> str:
     frames = traceback.extract_tb(exc.__traceback__)
     last = frames[-1] if frames else None
-    error: dict = {"type": type(exc).__name__, "message": str(exc)}
+    error: dict[str, Any] = {"type": type(exc).__name__, "message": str(exc)}
     if last is not None:
         error["frame"] = {"file": last.filename, "line": last.lineno, "function": last.name, "code": last.line}
     return json.dumps({"error": error})
 
 
-def main(argv):
+def main(argv: list[str]) -> int:
     if len(argv) != 3:
         sys.stderr.write("usage: azbatch_runner.py CALL_FILE RESULT_FILE\n")
         return BAD_CALL

@@ -1,7 +1,7 @@
 """``AzureBatchHook``: one ``azbatch`` connection = one Batch account; every synchronous Batch request.
 
-Besides the usual CRUD, the hook answers the read primitives a watch step is built from
-(:data:`~airflow_provider_azbatch.watching.calls.READ_METHODS`), and makes the submission requests
+Besides the usual CRUD, the hook answers the reads a watch step is built from
+(:class:`~airflow_provider_azbatch.model.reads.BatchReads`), and makes the submission requests
 (create job, add tasks, close the job, create a pool) idempotent and retried: with this provider's
 deterministic job ids they are safe to repeat, so a dropped connection or a 5xx costs a retry, not a
 failed task or a job left half submitted.
@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import itertools
 import logging
-import time
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from functools import cached_property
-from typing import Any, TypeVar
-from urllib.parse import quote, urlsplit
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import urlsplit
 
 from azure.batch import BatchClient
 from azure.batch import models as batch_models
@@ -31,55 +30,29 @@ from azure.core.exceptions import (
     ResourceNotFoundError,
     ServiceRequestError,
 )
-from azure.core.rest import HttpRequest
 
-from airflow_provider_azbatch import config
-from airflow_provider_azbatch.compat import AirflowNotFoundException, BaseHook
-from airflow_provider_azbatch.enums import enum_value
-from airflow_provider_azbatch.exceptions import BatchRequestRefusedError, QuotaReachedError, SubmissionStepError
+from airflow_provider_azbatch.compat import AirflowNotFoundException
+from airflow_provider_azbatch.exceptions import SubmissionStepError
+from airflow_provider_azbatch.hooks import batch_reads as reads
+from airflow_provider_azbatch.hooks import pool_moves, submission_steps
 from airflow_provider_azbatch.hooks.connection import (
+    AzbatchHookBase,
     BatchConnectionSettings,
     ConnectionConfigError,
     ConnectionNotDefinedError,
     load_settings,
 )
-from airflow_provider_azbatch.hooks.credentials import BATCH_API_VERSION, build_credential, client_kwargs
+from airflow_provider_azbatch.hooks.credentials import build_credential, client_kwargs
 from airflow_provider_azbatch.hooks.errors import (
-    QUOTA_CODES,
     describe_batch_error,
     describe_error,
     error_code,
-    is_refused_request,
-    is_transient,
-    refusal_hint,
-    retry_after_seconds,
     root_cause,
 )
-from airflow_provider_azbatch.hooks.storage import BlobStorage, LogLocation
+from airflow_provider_azbatch.hooks.pool_moves import LRO_POLL_SECONDS, RETRY_ALL_METHODS
+from airflow_provider_azbatch.hooks.storage import BlobStorage
 from airflow_provider_azbatch.hooks.translate import (
-    ACTIVE_FILTER,
-    ACTIVE_SELECT,
-    ATTEMPT_SELECT,
-    FAILED_FILTER,
-    FAILED_SELECT,
-    MAX_ATTEMPTS_LISTED,
-    NODE_TIMES_SELECT,
     OUTCOME_SELECT,
-    POOL_SELECT,
-    RANGE_NOT_SATISFIABLE,
-    RUNNING_FILTER,
-    active_task_of,
-    counts_of,
-    failed_task_of,
-    file_chunk_of,
-    file_info,
-    id_filter,
-    job_status_of,
-    node_times_of,
-    side_task_runs_of,
-    state_filter,
-    tail_range,
-    task_attempt_of,
 )
 from airflow_provider_azbatch.model.outcomes import TaskOutcome
 from airflow_provider_azbatch.model.records import (
@@ -94,18 +67,15 @@ from airflow_provider_azbatch.model.records import (
     TaskAttempt,
     TaskCounts,
 )
-from airflow_provider_azbatch.retries import Backoff
+
+if TYPE_CHECKING:
+    from airflow_provider_azbatch.hooks.credentials import BatchCredential
 
 # azure-core logs every request and response at INFO; in a task log that drowns the task's output.
 _HTTP_LOGGER = logging.getLogger("azure.core.pipeline.policies.http_logging_policy")
 if _HTTP_LOGGER.level == logging.NOTSET:
     _HTTP_LOGGER.setLevel(logging.WARNING)
 
-# Polling interval for the SDK's delete/terminate pollers (its default is 5 s).
-LRO_POLL_SECONDS = 1
-# azure-core repeats GET/PUT/DELETE after a dropped connection, not POST/PATCH. Ours are idempotent
-# (deterministic ids, TaskExists counts as added), so it may repeat them too (a per-call pipeline option).
-RETRY_ALL_METHODS = frozenset({"HEAD", "GET", "PUT", "DELETE", "OPTIONS", "TRACE", "POST", "PATCH"})
 # 409s of requests to a job that has ended (or is ending).
 JOB_ENDED_CODES = ("JobCompleted", "JobBeingDeleted", "JobBeingTerminated", "JobNotActive")
 
@@ -113,20 +83,11 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 
-class AzureBatchHook(BaseHook):
+class AzureBatchHook(AzbatchHookBase):
     """Talks to one Azure Batch account through an ``azbatch`` connection.
 
     :param azbatch_conn_id: the connection; default ``[azbatch] default_conn_id`` (``azbatch_default``).
     """
-
-    conn_name_attr = "azbatch_conn_id"
-    default_conn_name = "azbatch_default"
-    conn_type = "azbatch"
-    hook_name = "Azure Batch (azbatch)"
-
-    def __init__(self, azbatch_conn_id: str | None = None) -> None:
-        super().__init__()
-        self.azbatch_conn_id = azbatch_conn_id or config.get_str("default_conn_id")
 
     # -- connection and client ----------------------------------------------------------------------
     @cached_property
@@ -144,7 +105,7 @@ class AzureBatchHook(BaseHook):
     def client(self) -> BatchClient:
         return self.new_client()
 
-    def new_client(self, credential: Any = None, **overrides: Any) -> BatchClient:
+    def new_client(self, credential: BatchCredential | None = None, **overrides: Any) -> BatchClient:
         """A client with its own connection pool (``client`` is the hook's shared one), with ``credential`` if given
         (one built from the connection, shared by several clients) or a new one."""
         settings = self.settings
@@ -160,120 +121,96 @@ class AzureBatchHook(BaseHook):
         host = urlsplit(settings.account_url).hostname or ""
         return host if host.replace(".", "").isdigit() or ":" in host else host.split(".")[0]
 
-    # -- read primitives of a watch step (the async hook has the same, as coroutines) ---------------
+    # -- read primitives of a watch step (written once, for both hooks: .batch_reads) -----------------
     def get_task_counts(self, job_id: str) -> TaskCounts:
-        return counts_of(self.client.get_job_task_counts(job_id))
+        return self._read(reads.task_counts(job_id))
 
     def get_job_status(self, job_id: str) -> JobStatus | None:
-        job = self.get_job(job_id, select=["state", "executionInfo"])
-        return job_status_of(job) if job is not None else None
+        return self._read(reads.job_status(job_id))
 
     def list_task_states(self, job_id: str, task_ids: Sequence[str]) -> dict[str, str]:
-        tasks = self.client.list_tasks(job_id, filter=id_filter(task_ids), select=["id", "state"])
-        return {task.id: enum_value(task.state) for task in tasks}
+        return self._read(reads.task_states(job_id, task_ids))
 
     def list_task_attempts(self, job_id: str, task_ids: Sequence[str] | None = None) -> dict[str, TaskAttempt]:
         """The latest attempt of the tasks named, or of the running ones (at most ``MAX_ATTEMPTS_LISTED``)."""
-        where = id_filter(task_ids) if task_ids is not None else RUNNING_FILTER
-        tasks = self.client.list_tasks(job_id, filter=where, select=ATTEMPT_SELECT)
-        return {task.id: task_attempt_of(task) for task in itertools.islice(tasks, MAX_ATTEMPTS_LISTED)}
+        return self._read(reads.task_attempts(job_id, task_ids))
 
     def list_task_files(self, job_id: str, task_id: str) -> dict[str, FileInfo] | None:
         """The files at the root of the task's directory (stdout.txt, stderr.txt...); None once its node is gone."""
-        try:
-            files = self.client.list_task_files(job_id, task_id)
-            return {f.name: file_info(f) for f in files if f.name and not f.is_directory}
-        except ResourceNotFoundError:
-            return None
+        return self._read(reads.task_files(job_id, task_id))
 
     def read_task_file(self, job_id: str, task_id: str, path: str, start: int, end: int) -> bytes | None:
         """Bytes ``start..end`` (inclusive) of a task file; None if it is gone."""
-        try:
-            return b"".join(self.client.download_task_file(job_id, task_id, path, ocp_range=f"bytes={start}-{end}"))
-        except ResourceNotFoundError:
-            return None
+        return self._read(reads.task_file(job_id, task_id, path, start, end))
 
     def read_task_file_from(self, job_id: str, task_id: str, path: str, start: int, end: int) -> FileChunk | None:
         """Bytes ``start..end`` of a task file with its creation time; None if it is gone, no bytes (416) if it
         ends before ``start``."""
-        url = f"/jobs/{quote(job_id, safe='')}/tasks/{quote(task_id, safe='')}/files/{quote(path, safe='')}"
-        request = HttpRequest(
-            "GET", url, params={"api-version": BATCH_API_VERSION}, headers={"ocp-range": f"bytes={start}-{end}"}
-        )
-        response = self.client.send_request(request)
-        if response.status_code == 404:
-            return None
-        if response.status_code == RANGE_NOT_SATISFIABLE:
-            return FileChunk(b"")
-        response.raise_for_status()
-        return file_chunk_of(response.content, response.headers)
+        return self._read(reads.task_file_from(job_id, task_id, path, start, end))
 
     def read_task_file_tail(self, job_id: str, task_id: str, path: str, max_bytes: int) -> FileEnd | None:
-        try:
-            size = self.client.get_task_file_properties(job_id, task_id, path).content_length or 0
-        except ResourceNotFoundError:
-            return None
-        span = tail_range(size, max_bytes)
-        data = self.read_task_file(job_id, task_id, path, *span) if span else b""
-        return FileEnd(data or b"", whole=span is None or span[0] == 0)
+        return self._read(reads.task_file_tail(job_id, task_id, path, max_bytes))
 
     def get_uploaded_log_size(self, location: dict[str, str], job_id: str, task_id: str, name: str) -> int | None:
-        where = LogLocation(**location)
-        return self.blob_storage("Uploaded task logs").blob_size(where.container, where.blob(job_id, task_id, name))
+        return self._read(reads.uploaded_log_size(location, job_id, task_id, name))
 
     def read_uploaded_log(
         self, location: dict[str, str], job_id: str, task_id: str, name: str, start: int, end: int
     ) -> bytes:
-        where = LogLocation(**location)
-        storage = self.blob_storage("Uploaded task logs")
-        return storage.read_blob(where.container, where.blob(job_id, task_id, name), start, end)
+        return self._read(reads.uploaded_log(location, job_id, task_id, name, start, end))
 
     def get_pool_snapshot(self, pool_id: str) -> batch_models.BatchPool | None:
-        return self.get_pool(pool_id, select=POOL_SELECT)
+        snapshot: batch_models.BatchPool | None = self._read(reads.pool_snapshot(pool_id))
+        return snapshot
 
     def list_nodes_in_states(self, pool_id: str, states: Sequence[str]) -> list[batch_models.BatchNode]:
-        select = ["id", "state", "stateTransitionTime", "startTaskInfo", "errors"]
-        return list(self.client.list_nodes(pool_id, filter=state_filter(states), select=select))
+        return self._read(reads.nodes_in_states(pool_id, states))
 
     def read_node_file_tail(self, pool_id: str, node_id: str, path: str, max_bytes: int) -> FileEnd | None:
-        try:
-            size = self.client.get_node_file_properties(pool_id, node_id, path).content_length or 0
-            span = tail_range(size, max_bytes)
-            if span is None:
-                return FileEnd(b"", whole=True)
-            data = self.client.download_node_file(pool_id, node_id, path, ocp_range=f"bytes={span[0]}-{span[1]}")
-            return FileEnd(b"".join(data), whole=span[0] == 0)
-        except ResourceNotFoundError:
-            return None
+        return self._read(reads.node_file_tail(pool_id, node_id, path, max_bytes))
 
     def list_pool_nodes(self, pool_id: str) -> list[NodeTimes] | None:
         """The pool's nodes with when each was allocated; None once the pool is gone."""
-        try:
-            return [node_times_of(node) for node in self.client.list_nodes(pool_id, select=NODE_TIMES_SELECT)]
-        except ResourceNotFoundError:
-            return None
+        return self._read(reads.pool_nodes(pool_id))
 
     def list_active_dependencies(self, job_id: str) -> list[ActiveTask]:
         """The job's active tasks with what they depend on."""
-        tasks = self.client.list_tasks(job_id, filter=ACTIVE_FILTER, select=ACTIVE_SELECT)
-        return [active_task_of(task) for task in tasks]
+        return self._read(reads.active_dependencies(job_id))
 
     def list_failed_tasks(self, job_id: str) -> list[FailedTask]:
         """The job's tasks that completed with a failure, with their exit conditions."""
-        tasks = self.client.list_tasks(job_id, filter=FAILED_FILTER, select=FAILED_SELECT)
-        return [failed_task_of(task) for task in tasks]
+        return self._read(reads.failed_tasks(job_id))
 
     def list_preparation_status(self, job_id: str) -> list[SideTaskRun]:
         """Every run of the job's preparation and release tasks, one per node and kind."""
-        statuses = self.client.list_job_preparation_and_release_task_status(job_id)
-        return [run for status in statuses for run in side_task_runs_of(status)]
+        return self._read(reads.preparation_status(job_id))
+
+    def _read(self, read: reads.Read[T]) -> T:
+        return reads.drive(read, self._answer)
+
+    def _answer(self, request: reads.Request) -> Any:
+        if isinstance(request, reads.Get):
+            # Streamed, then read: the pipeline would otherwise decode the body by its type, and fail on a file's.
+            response = self.client.send_request(reads.http_request(request), stream=True)
+            response.read()
+            reads.raise_for_status(response)
+            return response
+        if isinstance(request, reads.Blob):
+            storage = self.blob_storage("Uploaded task logs")
+            if request.span is None:
+                return storage.blob_size(request.container, request.blob)
+            return storage.read_blob(request.container, request.blob, *request.span)
+        answer = getattr(self.client, request.method)(*request.args, **request.kwargs)
+        if isinstance(request, reads.Listing):
+            return list(itertools.islice(answer, request.limit))
+        if isinstance(request, reads.Download):
+            return b"".join(answer)
+        return answer
 
     # -- jobs ---------------------------------------------------------------------------------------
     def get_job(self, job_id: str, select: Sequence[str] | None = None) -> batch_models.BatchJob | None:
-        try:
-            return self.client.get_job(job_id, select=list(select) if select else None)
-        except ResourceNotFoundError:
-            return None
+        answer: batch_models.BatchJob | None = self._read(reads.found(_selected("get_job", select, job_id)))
+        return answer
 
     def list_jobs(
         self, filter: str | None = None, select: Sequence[str] | None = None
@@ -357,10 +294,8 @@ class AzureBatchHook(BaseHook):
             poller = (client or self.client).begin_terminate_job(
                 job_id, BatchJobTerminateOptions(termination_reason=reason), polling_interval=LRO_POLL_SECONDS
             )
-        except ResourceNotFoundError:
-            return False
         except HttpResponseError as exc:
-            if error_code(exc) in JOB_ENDED_CODES:
+            if job_ended(exc):
                 return False
             raise
         if wait:
@@ -369,22 +304,10 @@ class AzureBatchHook(BaseHook):
 
     def delete_pool(self, pool_id: str, *, wait: bool = False) -> bool:
         """Delete the pool (its nodes are released); False if there is no such pool."""
-        try:
-            poller = self.client.begin_delete_pool(pool_id, polling_interval=LRO_POLL_SECONDS)
-        except ResourceNotFoundError:
-            return False
-        if wait:
-            poller.result()
-        return True
+        return _deleted(lambda: self.client.begin_delete_pool(pool_id, polling_interval=LRO_POLL_SECONDS), wait)
 
     def delete_job(self, job_id: str, *, wait: bool = False) -> bool:
-        try:
-            poller = self.client.begin_delete_job(job_id, polling_interval=LRO_POLL_SECONDS)
-        except ResourceNotFoundError:
-            return False
-        if wait:
-            poller.result()
-        return True
+        return _deleted(lambda: self.client.begin_delete_job(job_id, polling_interval=LRO_POLL_SECONDS), wait)
 
     def subtask_outputs(self, job_id: str, task_id: str, file_name: str = "stdout.txt") -> dict[int, bytes]:
         """Output of each subtask of a multi-node task (read from the subtask's node), by subtask id."""
@@ -403,10 +326,8 @@ class AzureBatchHook(BaseHook):
 
     # -- pools --------------------------------------------------------------------------------------
     def get_pool(self, pool_id: str, select: Sequence[str] | None = None) -> batch_models.BatchPool | None:
-        try:
-            return self.client.get_pool(pool_id, select=list(select) if select else None)
-        except ResourceNotFoundError:
-            return None
+        answer: batch_models.BatchPool | None = self._read(reads.found(_selected("get_pool", select, pool_id)))
+        return answer
 
     def create_pool(self, pool_id: str, body: dict[str, Any]) -> bool:
         """Create the pool from ``body`` (REST pool fields); False if a pool with this id exists."""
@@ -440,125 +361,27 @@ class AzureBatchHook(BaseHook):
         self._submission_step(f"Updating the autoscale formula of pool {pool_id}", None, update)
 
     def move_job_to_pool(self, job_id: str, pool_id: str) -> None:
-        """Run the job's remaining tasks on another pool: disabled (its running tasks requeued), given the pool,
-        enabled again; Batch lets a job change pools only while it is disabled."""
-        try:
-            poller = self.client.begin_disable_job(
-                job_id,
-                batch_models.BatchJobDisableOptions(disable_tasks=batch_models.DisableBatchJobOption.REQUEUE),
-                polling_interval=LRO_POLL_SECONDS,
-            )
-        except ResourceExistsError as exc:
-            if error_code(exc) != "JobNotActive":  # disabling or disabled already: a repeated move
-                raise
-            poller = None
-        if poller is not None:
-            poller.result()
-        else:
-            self._wait_for_job_state(job_id, "disabled")
-        self.client.update_job(
-            job_id,
-            batch_models.BatchJobUpdateOptions(pool_info=batch_models.BatchPoolInfo(pool_id=pool_id)),
-            retry_on_methods=RETRY_ALL_METHODS,
-        )
-        self.client.begin_enable_job(job_id, polling_interval=LRO_POLL_SECONDS).result()
-
-    def _wait_for_job_state(self, job_id: str, state: str, timeout: float = 300.0) -> None:
-        deadline = time.monotonic() + timeout
-        while (status := self.get_job_status(job_id)) is not None and status.state != state:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"Batch job {job_id} did not become {state} within {timeout:.0f} s")
-            time.sleep(LRO_POLL_SECONDS)
+        """Run the job's remaining tasks on another pool (see :func:`.pool_moves.move_job_to_pool`)."""
+        pool_moves.move_job_to_pool(self.client, job_id, pool_id, self.get_job_status)
 
     def retarget_pool(self, pool_id: str, *, formula: str | None = None, dedicated_nodes: int = 0) -> None:
-        """Turn a pool to dedicated nodes: an autoscaled one gets ``formula``; a fixed one stops seeking nodes and
-        asks for ``dedicated_nodes`` and no Spot nodes (nodes that go finish their tasks first)."""
-        if formula is not None:
-            self.client.enable_pool_auto_scale(
-                pool_id,
-                batch_models.BatchPoolEnableAutoScaleOptions(auto_scale_formula=formula),
-                retry_on_methods=RETRY_ALL_METHODS,
-            )
-            return
-        pool = self.client.get_pool(pool_id, select=["allocationState"])
-        if enum_value(pool.allocation_state) != "steady":
-            self.client.begin_stop_pool_resize(pool_id, polling_interval=LRO_POLL_SECONDS).result()
-        self.client.begin_resize_pool(
-            pool_id,
-            batch_models.BatchPoolResizeOptions(
-                target_dedicated_nodes=dedicated_nodes,
-                target_low_priority_nodes=0,
-                node_deallocation_option=batch_models.BatchNodeDeallocationOption.TASK_COMPLETION,
-            ),
-            polling_interval=LRO_POLL_SECONDS,
-        )
+        """Turn a pool to dedicated nodes (see :func:`.pool_moves.retarget_pool`)."""
+        pool_moves.retarget_pool(self.client, pool_id, formula=formula, dedicated_nodes=dedicated_nodes)
 
     # -- Blob storage -------------------------------------------------------------------------------
     def blob_storage(self, needed_for: str) -> BlobStorage:
         """The connection's storage account (for task inputs, outputs and logs)."""
         return BlobStorage.from_settings(self.settings, needed_for, owner=self)
 
-    # -- retried submission requests -----------------------------------------------------------------
+    # -- retried submission requests (.submission_steps) ---------------------------------------------------
     def _raise_if_quota(self, exc: BaseException) -> None:
-        code = error_code(exc)
-        if code in QUOTA_CODES:
-            detail = describe_error(exc).removeprefix(f"{code}: ").rstrip(".")
-            raise QuotaReachedError(code, QUOTA_CODES[code], self.account_name, detail) from None
+        submission_steps.raise_if_quota(exc, self.account_name)
 
     def _submission_step(self, what: str, job_id: str | None, action: Callable[[], T], *, creates: bool = False) -> T:
-        """Run an idempotent submission request, repeating it while the service or network fail transiently.
-
-        azure-core already retries each request a few times (honouring ``Retry-After``); this waits out
-        longer trouble, up to ``[azbatch] submit_retry_seconds``, then says which step failed and what
-        state the job was left in. A create request Batch refuses (400, e.g. a VM size it does not know)
-        fails at once: the same request would be refused again, and nothing was created.
-        """
-        budget = config.get_float("submit_retry_seconds")
-        started = time.monotonic()
-        backoff = Backoff(initial=1.0, maximum=30.0)
-        attempts = 0
-        while True:
-            attempts += 1
-            try:
-                return action()
-            except Exception as exc:
-                if creates and is_refused_request(exc):
-                    # A 400 is the same answer however often the request is sent, and nothing was created.
-                    raise BatchRequestRefusedError(
-                        f"{what}: Batch refused the request, so nothing was created: {describe_error(exc)}"
-                        f"{refusal_hint(exc)}"
-                    ) from None
-                if not is_transient(exc):
-                    raise
-                delay = backoff.next_delay(retry_after_seconds(exc))
-                elapsed = time.monotonic() - started
-                if elapsed + delay > budget:
-                    raise SubmissionStepError(
-                        f"{what} failed {attempts} times over {elapsed:.0f} s ([azbatch] submit_retry_seconds = "
-                        f"{budget:g}); last error: {describe_error(exc)}. {self._job_progress(job_id)}"
-                    ) from exc
-                log.warning("%s: %s; trying again in %.1f s", what, describe_error(exc), delay)
-                time.sleep(delay)
-
-    def _job_progress(self, job_id: str | None) -> str:
-        """What a half-done submission left behind, for the error message (best effort)."""
-        if job_id is None:
-            return ""
-        try:
-            client = self.new_client(retry_total=0)
-            try:
-                job = client.get_job(job_id, select=["id", "state"])
-                counts = counts_of(client.get_job_task_counts(job_id))
-            finally:
-                client.close()
-        except ResourceNotFoundError:
-            return f"Batch job {job_id} does not exist: a retry of this Airflow task submits it."
-        except Exception as exc:
-            return f"The state of Batch job {job_id} could not be read ({describe_error(exc)})."
-        total = counts.active + counts.running + counts.completed
-        return (
-            f"Batch job {job_id} is {enum_value(job.state)} with {total} task(s) added: a retry of this Airflow task "
-            "reattaches to it and completes the submission."
+        """Run an idempotent submission request, repeating it while the service or network fail transiently
+        (see :func:`.submission_steps.run_step`)."""
+        return submission_steps.run_step(
+            what, action, creates=creates, left_behind=lambda: submission_steps.job_progress(self.new_client, job_id)
         )
 
     # -- connection test (Airflow UI / ``airflow connections test``) ------------------------------------
@@ -604,10 +427,8 @@ class AzureBatchHook(BaseHook):
         return hook
 
     def get_task(self, job_id: str, task_id: str, select: Sequence[str] | None = None) -> batch_models.BatchTask | None:
-        try:
-            return self.client.get_task(job_id, task_id, select=list(select) if select else None)
-        except ResourceNotFoundError:
-            return None
+        answer: batch_models.BatchTask | None = self._read(reads.found(_selected("get_task", select, job_id, task_id)))
+        return answer
 
     def list_subtasks(self, job_id: str, task_id: str) -> list[batch_models.BatchSubtask]:
         """The other instances of a multi-node task (empty for an ordinary task)."""
@@ -624,10 +445,8 @@ class AzureBatchHook(BaseHook):
     def get_node(
         self, pool_id: str, node_id: str, select: Sequence[str] | None = None
     ) -> batch_models.BatchNode | None:
-        try:
-            return self.client.get_node(pool_id, node_id, select=list(select) if select else None)
-        except ResourceNotFoundError:
-            return None
+        answer: batch_models.BatchNode | None = self._read(reads.found(_selected("get_node", select, pool_id, node_id)))
+        return answer
 
     def upload_node_logs(
         self, pool_id: str, node_id: str, container_url: str, start_time: datetime, end_time: datetime | None = None
@@ -642,3 +461,24 @@ class AzureBatchHook(BaseHook):
     def list_pool_node_counts(self) -> dict[str, batch_models.BatchPoolNodeCounts]:
         """Nodes of every pool of the account by state (one request for all pools), by pool id."""
         return {counts.pool_id: counts for counts in self.client.list_pool_node_counts() if counts.pool_id}
+
+
+def _deleted(begin: Callable[[], Any], wait: bool) -> bool:
+    """Start a delete (and with ``wait``, wait for it); False if there was nothing to delete."""
+    try:
+        poller = begin()
+    except ResourceNotFoundError:
+        return False
+    if wait:
+        poller.result()
+    return True
+
+
+def job_ended(exc: HttpResponseError) -> bool:
+    """The job a request was for is gone, or has ended (or is ending)."""
+    return isinstance(exc, ResourceNotFoundError) or error_code(exc) in JOB_ENDED_CODES
+
+
+def _selected(method: str, select: Sequence[str] | None, *args: str) -> reads.Call:
+    """A get of the client with the fields ``select`` names (all when none)."""
+    return reads.Call(method, args, {"select": list(select) if select else None})

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import base64
 import binascii
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from airflow_provider_azbatch.compat import AirflowNotFoundException
+from airflow_provider_azbatch import config
+from airflow_provider_azbatch.compat import AirflowNotFoundException, BaseHook
 from airflow_provider_azbatch.exceptions import AzureBatchValidationError
 from airflow_provider_azbatch.hooks.clouds import CLOUDS, AzureCloud
+
+if TYPE_CHECKING:
+    from airflow_provider_azbatch.compat import ConnectionFields
 
 
 class AuthMethod(str, Enum):
@@ -121,101 +126,15 @@ class BatchConnectionSettings:
         }[self.auth_method]
 
     @classmethod
-    def from_connection(cls, conn: Any) -> BatchConnectionSettings:
-        conn_id = conn.conn_id
-        extra = _extras(conn)
-        # A misspelt extra would otherwise be ignored, and its setting silently default.
-        unknown = sorted(str(key) for key in extra if key not in EXTRA_FIELDS and not key.startswith("extra__"))
-        if unknown:
-            from airflow_provider_azbatch.specs.validation import did_you_mean
-
-            named = ", ".join(f"{name}{did_you_mean(name, EXTRA_FIELDS)}" for name in unknown)
-            raise ConnectionConfigError(
-                conn_id, "extra", f"has unknown field(s) {named}; known: {', '.join(EXTRA_FIELDS)}"
-            )
-
-        def get(name: str) -> str | None:
-            value = extra.get(name)
-            if value is None or (isinstance(value, str) and not value.strip()):
-                return None
-            return str(value).strip()
-
-        def fail(name: str, problem: str) -> ConnectionConfigError:
-            return ConnectionConfigError(conn_id, name, problem)
-
-        account_url = get("account_url") or (conn.host or None)
-        if not account_url:
-            raise fail(
-                "account_url",
-                "is missing: set the Batch account URL, e.g. https://<account>.<region>.batch.azure.com",
-            )
-        parts = urlsplit(account_url)
-        if parts.scheme not in ("https", "http") or not parts.hostname:
-            raise fail(
-                "account_url",
-                f"is not a valid URL ({account_url!r}): it must look like https://<account>.<region>.batch.azure.com",
-            )
-        if parts.path not in ("", "/") or parts.query:
-            raise fail("account_url", f"must be the account endpoint only, without a path or query ({account_url!r})")
-        account_url = f"{parts.scheme}://{parts.netloc}"
-
+    def from_connection(cls, conn: ConnectionFields) -> BatchConnectionSettings:
+        fields = _Fields(conn.conn_id, _extras(conn))
         key = conn.password or None
-        method_text = get("auth_method")
-        if method_text is None or method_text.lower() == "auto":
-            method = AuthMethod.SHARED_KEY if key else AuthMethod.DEFAULT
-        else:
-            try:
-                method = AuthMethod(method_text.lower())
-            except ValueError:
-                choices = ", ".join(["auto", *(m.value for m in AuthMethod)])
-                raise fail("auth_method", f"is {method_text!r}; use one of: {choices}") from None
-
-        cloud_name = (get("cloud") or "public").lower()
-        authority_override, scope_override = get("authority_host"), get("token_scope")
-        manager_override = get("resource_manager_url")
-        if manager_override is not None:
-            manager = urlsplit(manager_override)
-            if manager.scheme != "https" or not manager.hostname or manager.path not in ("", "/") or manager.query:
-                raise fail(
-                    "resource_manager_url",
-                    f"must be an https endpoint without a path ({manager_override!r}), e.g. https://management.azure.com",
-                )
-            manager_override = f"https://{manager.netloc}"
-        if cloud_name == "custom":
-            if not authority_override or not scope_override:
-                raise fail(
-                    "cloud",
-                    "is custom: set both authority_host (e.g. https://login.example) and token_scope "
-                    "(e.g. https://batch.example//.default)",
-                )
-            cloud = AzureCloud("custom", scope_override, authority_override, "", manager_override or "")
-        elif cloud_name in CLOUDS:
-            base = CLOUDS[cloud_name]
-            cloud = AzureCloud(
-                base.name,
-                scope_override or base.batch_scope,
-                authority_override or base.authority_host,
-                base.portal_url,
-                manager_override or base.resource_manager_url,
-            )
-        else:
-            raise fail("cloud", f"is {cloud_name!r}; use public, us_government, china or custom")
-        if cloud.authority_host.startswith("http://"):
-            raise fail("authority_host", f"must use https ({cloud.authority_host!r}): token authorities are https only")
-        if not cloud.authority_host.startswith("https://"):
-            cloud = AzureCloud(
-                cloud.name,
-                cloud.batch_scope,
-                f"https://{cloud.authority_host}",
-                cloud.portal_url,
-                cloud.resource_manager_url,
-            )
-
+        get = fields.get
         settings = cls(
-            conn_id=conn_id,
-            account_url=account_url,
-            auth_method=method,
-            cloud=cloud,
+            conn_id=conn.conn_id,
+            account_url=_account_url(get("account_url") or (conn.host or None), fields.fail),
+            auth_method=_auth_method(get("auth_method"), key, fields.fail),
+            cloud=_cloud(fields),
             account_name=conn.login or None,
             account_key=key,
             tenant_id=get("tenant_id"),
@@ -230,7 +149,7 @@ class BatchConnectionSettings:
             storage_account_url=get("storage_account_url"),
             storage_account_key=get("storage_account_key"),
         )
-        settings._check(fail)
+        settings._check(fields.fail)
         return settings
 
     def _check(self, fail: Any) -> None:
@@ -277,7 +196,23 @@ class BatchConnectionSettings:
                 )
 
 
-def load_settings(conn: Any) -> BatchConnectionSettings:
+class AzbatchHookBase(BaseHook):
+    """What both Batch hooks (sync and async) are to Airflow: hooks of an ``azbatch`` connection.
+
+    :param azbatch_conn_id: the connection; default ``[azbatch] default_conn_id`` (``azbatch_default``).
+    """
+
+    conn_name_attr = "azbatch_conn_id"
+    default_conn_name = "azbatch_default"
+    conn_type = "azbatch"
+    hook_name = "Azure Batch (azbatch)"
+
+    def __init__(self, azbatch_conn_id: str | None = None) -> None:
+        super().__init__()
+        self.azbatch_conn_id = azbatch_conn_id or config.get_str("default_conn_id")
+
+
+def load_settings(conn: ConnectionFields) -> BatchConnectionSettings:
     """The connection's settings, its secrets registered with Airflow's secret masker."""
     settings = BatchConnectionSettings.from_connection(conn)
     mask_secrets(settings.secrets)
@@ -293,7 +228,108 @@ def mask_secrets(secrets: list[str]) -> None:
         mask_secret(secret)
 
 
-def _extras(conn: Any) -> dict[str, Any]:
+class _Fields:
+    """A connection's extras, checked for misspelt names, read as trimmed text (blank: None)."""
+
+    def __init__(self, conn_id: str, extra: dict[str, Any]) -> None:
+        self.conn_id = conn_id
+        self.extra = extra
+        # A misspelt extra would otherwise be ignored, and its setting silently default.
+        unknown = sorted(str(key) for key in extra if key not in EXTRA_FIELDS and not key.startswith("extra__"))
+        if unknown:
+            from airflow_provider_azbatch.specs.validation import did_you_mean
+
+            named = ", ".join(f"{name}{did_you_mean(name, EXTRA_FIELDS)}" for name in unknown)
+            raise self.fail("extra", f"has unknown field(s) {named}; known: {', '.join(EXTRA_FIELDS)}")
+
+    def get(self, name: str) -> str | None:
+        value = self.extra.get(name)
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return None
+        return str(value).strip()
+
+    def fail(self, name: str, problem: str) -> ConnectionConfigError:
+        return ConnectionConfigError(self.conn_id, name, problem)
+
+
+_Fail = Callable[[str, str], ConnectionConfigError]
+
+
+def _account_url(account_url: str | None, fail: _Fail) -> str:
+    """The Batch account endpoint, checked: scheme and host only."""
+    if not account_url:
+        raise fail(
+            "account_url",
+            "is missing: set the Batch account URL, e.g. https://<account>.<region>.batch.azure.com",
+        )
+    parts = urlsplit(account_url)
+    if parts.scheme not in ("https", "http") or not parts.hostname:
+        raise fail(
+            "account_url",
+            f"is not a valid URL ({account_url!r}): it must look like https://<account>.<region>.batch.azure.com",
+        )
+    if parts.path not in ("", "/") or parts.query:
+        raise fail("account_url", f"must be the account endpoint only, without a path or query ({account_url!r})")
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def _auth_method(method_text: str | None, key: str | None, fail: _Fail) -> AuthMethod:
+    """``auth_method`` as given; ``auto`` (or none): the account key when the connection has one."""
+    if method_text is None or method_text.lower() == "auto":
+        return AuthMethod.SHARED_KEY if key else AuthMethod.DEFAULT
+    try:
+        return AuthMethod(method_text.lower())
+    except ValueError:
+        choices = ", ".join(["auto", *(m.value for m in AuthMethod)])
+        raise fail("auth_method", f"is {method_text!r}; use one of: {choices}") from None
+
+
+def _resource_manager_url(override: str | None, fail: _Fail) -> str | None:
+    if override is None:
+        return None
+    manager = urlsplit(override)
+    if manager.scheme != "https" or not manager.hostname or manager.path not in ("", "/") or manager.query:
+        raise fail(
+            "resource_manager_url",
+            f"must be an https endpoint without a path ({override!r}), e.g. https://management.azure.com",
+        )
+    return f"https://{manager.netloc}"
+
+
+def _cloud(fields: _Fields) -> AzureCloud:
+    """The Azure cloud named by ``cloud``, with the endpoints the extras override."""
+    cloud_name = (fields.get("cloud") or "public").lower()
+    authority_override, scope_override = fields.get("authority_host"), fields.get("token_scope")
+    manager_override = _resource_manager_url(fields.get("resource_manager_url"), fields.fail)
+    if cloud_name == "custom":
+        if not authority_override or not scope_override:
+            raise fields.fail(
+                "cloud",
+                "is custom: set both authority_host (e.g. https://login.example) and token_scope "
+                "(e.g. https://batch.example//.default)",
+            )
+        cloud = AzureCloud("custom", scope_override, authority_override, "", manager_override or "")
+    elif cloud_name in CLOUDS:
+        base = CLOUDS[cloud_name]
+        cloud = AzureCloud(
+            base.name,
+            scope_override or base.batch_scope,
+            authority_override or base.authority_host,
+            base.portal_url,
+            manager_override or base.resource_manager_url,
+        )
+    else:
+        raise fields.fail("cloud", f"is {cloud_name!r}; use public, us_government, china or custom")
+    if cloud.authority_host.startswith("http://"):
+        raise fields.fail(
+            "authority_host", f"must use https ({cloud.authority_host!r}): token authorities are https only"
+        )
+    if not cloud.authority_host.startswith("https://"):
+        cloud = replace(cloud, authority_host=f"https://{cloud.authority_host}")
+    return cloud
+
+
+def _extras(conn: ConnectionFields) -> dict[str, Any]:
     extra = dict(conn.extra_dejson or {})
     # Older UIs store form fields as extra__<conn type>__<name>.
     for key in list(extra):

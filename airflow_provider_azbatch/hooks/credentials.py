@@ -6,13 +6,19 @@ azure-identity's credentials (their caching, retries and token refresh included)
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from azure.core.credentials import AzureNamedKeyCredential
 
 from airflow_provider_azbatch.hooks.clouds import CLOUDS
 from airflow_provider_azbatch.hooks.connection import AuthMethod, BatchConnectionSettings
 from airflow_provider_azbatch.hooks.proxies import proxy_kwargs
+
+if TYPE_CHECKING:
+    from azure.core.credentials import TokenCredential
+
+    # What a sync client signs its requests with: the account's shared key, or an Entra ID token credential.
+    BatchCredential: TypeAlias = "AzureNamedKeyCredential | TokenCredential"
 
 # The REST API version of azure-batch 15.1, named here because the trigger's hot reads build their own
 # requests (see hooks/batch_async.py) and must speak the version the SDK's operations speak.
@@ -60,23 +66,22 @@ def build_credential(settings: BatchConnectionSettings, *, asynchronous: bool = 
         mi_kwargs: dict[str, Any] = {"connection_verify": settings.ca_bundle} if settings.ca_bundle else {}
         return identity.ManagedIdentityCredential(client_id=settings.client_id, **mi_kwargs)
     if method is AuthMethod.WORKLOAD_IDENTITY:
-        wi_kwargs: dict[str, Any] = dict(kwargs)
-        if settings.tenant_id:
-            wi_kwargs["tenant_id"] = settings.tenant_id
-        if settings.client_id:
-            wi_kwargs["client_id"] = settings.client_id
-        if settings.federated_token_file:
-            wi_kwargs["token_file_path"] = settings.federated_token_file
-        return identity.WorkloadIdentityCredential(**wi_kwargs)
-    default_kwargs: dict[str, Any] = {"authority": settings.authority_host}
-    if settings.client_id:
-        default_kwargs["managed_identity_client_id"] = settings.client_id
-        default_kwargs["workload_identity_client_id"] = settings.client_id
-    if settings.tenant_id:
-        default_kwargs["workload_identity_tenant_id"] = settings.tenant_id
-    if settings.ca_bundle:
-        default_kwargs["connection_verify"] = settings.ca_bundle
-    return identity.DefaultAzureCredential(**default_kwargs)
+        given = _given(
+            tenant_id=settings.tenant_id, client_id=settings.client_id, token_file_path=settings.federated_token_file
+        )
+        return identity.WorkloadIdentityCredential(**kwargs, **given)
+    given = _given(
+        managed_identity_client_id=settings.client_id,
+        workload_identity_client_id=settings.client_id,
+        workload_identity_tenant_id=settings.tenant_id,
+        connection_verify=settings.ca_bundle,
+    )
+    return identity.DefaultAzureCredential(authority=settings.authority_host, **given)
+
+
+def _given(**values: str | None) -> dict[str, str]:
+    """The settings the connection sets (the others are left to the credential's defaults)."""
+    return {name: value for name, value in values.items() if value}
 
 
 def default_credential(settings: BatchConnectionSettings) -> Any:

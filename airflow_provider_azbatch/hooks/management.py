@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
 from azure.core import PipelineClient
@@ -28,6 +28,9 @@ from azure.core.pipeline.policies import (
 from azure.core.rest import HttpRequest
 
 from airflow_provider_azbatch.hooks.proxies import proxy_kwargs
+
+if TYPE_CHECKING:
+    from azure.core.credentials import TokenCredential
 
 # Microsoft.Batch's management API version (stable since 2024-07; the shape of the reads below is the same in
 # every version from 2023-05-01).
@@ -101,7 +104,7 @@ class VmSku:
 class ResourceManager:
     """Reads of ``Microsoft.Batch`` through Resource Manager at ``endpoint``, with a token for ``scope``."""
 
-    def __init__(self, endpoint: str, credential: Any, scope: str, *, ca_bundle: str | None = None) -> None:
+    def __init__(self, endpoint: str, credential: TokenCredential, scope: str, *, ca_bundle: str | None = None) -> None:
         self.endpoint = endpoint.rstrip("/")
         kwargs: dict[str, Any] = proxy_kwargs(self.endpoint)
         if ca_bundle:
@@ -151,16 +154,24 @@ class ResourceManager:
         )
         return [VmSku.from_json(body) for body in self._pages(path)]
 
+    def resource(self, resource_id: str, api_version: str) -> dict[str, Any]:
+        """Any resource Resource Manager serves, by its id (a storage account, a subnet, the caller's permissions)."""
+        return self._get(resource_id, api_version)
+
+    def resources(self, path: str, api_version: str) -> Iterator[dict[str, Any]]:
+        """The items of a listing, every page."""
+        return self._pages(path, api_version)
+
     # -- plumbing ----------------------------------------------------------------------------------------
-    def _pages(self, path: str) -> Iterator[dict[str, Any]]:
-        page: dict[str, Any] | None = self._get(path)
+    def _pages(self, path: str, api_version: str = API_VERSION) -> Iterator[dict[str, Any]]:
+        page: dict[str, Any] | None = self._get(path, api_version)
         while page is not None:
             yield from page.get("value") or []
             link = page.get("nextLink")
             page = self._get_url(link) if link else None
 
-    def _get(self, path: str) -> dict[str, Any]:
-        return self._get_url(f"{self.endpoint}{path}?api-version={API_VERSION}")
+    def _get(self, path: str, api_version: str = API_VERSION) -> dict[str, Any]:
+        return self._get_url(f"{self.endpoint}{path}?api-version={api_version}")
 
     def _get_url(self, url: str) -> dict[str, Any]:
         request = HttpRequest("GET", url, headers={"Accept": "application/json"})

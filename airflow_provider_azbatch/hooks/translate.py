@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_provider_azbatch.enums import enum_value
 from airflow_provider_azbatch.model.records import (
@@ -20,7 +19,11 @@ from airflow_provider_azbatch.model.records import (
     SideTaskRun,
     TaskAttempt,
     TaskCounts,
+    wire_time_iso,
 )
+
+if TYPE_CHECKING:
+    from azure.batch.models import BatchTask
 
 POOL_SELECT = [
     "id",
@@ -51,25 +54,6 @@ def state_filter(states: Sequence[str]) -> str:
 
 def id_filter(ids: Sequence[str]) -> str:
     return " or ".join("id eq '{}'".format(task.replace("'", "''")) for task in ids)
-
-
-# A Batch timestamp as sent: seconds, an optional fraction of any length, "Z" or an offset.
-_WIRE_TIME = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)?")
-
-
-def wire_time_iso(value: str) -> str:
-    """A timestamp from a response body as the SDK's models give it (``datetime.isoformat()``): the
-    fraction cut to microseconds, "Z" as "+00:00". A read that skips the models must record the same
-    string, or a cursor saved by one hook would look like a different file to the other."""
-    match = _WIRE_TIME.fullmatch(value)
-    if match is None:
-        from azure.batch.models import FileProperties
-
-        created = FileProperties({"creationTime": value}).creation_time
-        return created.isoformat() if created else value
-    seconds, fraction, zone = match.groups()
-    text = seconds + (f".{(fraction + '00000')[:6]}" if fraction else "") + ("+00:00" if zone == "Z" else zone or "")
-    return datetime.fromisoformat(text).isoformat()
 
 
 def file_info_from_wire(entry: dict[str, Any]) -> FileInfo:
@@ -125,6 +109,7 @@ def node_times_of(node: Any) -> NodeTimes:
         return value.isoformat() if value is not None else None
 
     state = getattr(node, "state", None)
+    recent = getattr(node, "recent_tasks", None) or ()
     return NodeTimes(
         node.id,
         bool(getattr(node, "is_dedicated", True)),
@@ -134,8 +119,14 @@ def node_times_of(node: Any) -> NodeTimes:
         iso("last_boot_time"),
         getattr(node, "running_tasks_count", None),
         getattr(node, "total_tasks_run", None),
-        tuple(dict.fromkeys(task.job_id for task in getattr(node, "recent_tasks", None) or () if task.job_id)),
+        tuple(dict.fromkeys(task.job_id for task in recent if task.job_id)),
+        tuple(_task_span(task) for task in recent if task.execution_info and task.execution_info.start_time),
     )
+
+
+def _task_span(task: Any) -> tuple[str, str | None]:
+    end = task.execution_info.end_time
+    return task.execution_info.start_time.isoformat(), end.isoformat() if end is not None else None
 
 
 RUNNING_FILTER = "state eq 'running'"
@@ -144,7 +135,7 @@ MAX_ATTEMPTS_LISTED = 1000
 ATTEMPT_SELECT = ["id", "state", "executionInfo", "nodeInfo"]
 
 
-def task_attempt_of(task: Any) -> TaskAttempt:
+def task_attempt_of(task: BatchTask) -> TaskAttempt:
     info = getattr(task, "execution_info", None)
     node = getattr(task, "node_info", None)
     start = getattr(info, "start_time", None) if info is not None else None
@@ -156,14 +147,14 @@ def task_attempt_of(task: Any) -> TaskAttempt:
     )
 
 
-def active_task_of(task: Any) -> ActiveTask:
+def active_task_of(task: BatchTask) -> ActiveTask:
     deps = getattr(task, "depends_on", None)
     ids = tuple(getattr(deps, "task_ids", None) or ()) if deps is not None else ()
     ranges = tuple((r.start, r.end) for r in (getattr(deps, "task_id_ranges", None) or ())) if deps is not None else ()
     return ActiveTask(task.id, ids, ranges)
 
 
-def failed_task_of(task: Any) -> FailedTask:
+def failed_task_of(task: BatchTask) -> FailedTask:
     info = task.execution_info
     failure = getattr(info, "failure_info", None)
     conditions = getattr(task, "exit_conditions", None)

@@ -6,14 +6,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from airflow_provider_azbatch.job_events.filters import metadata_of, pool_of
-from airflow_provider_azbatch.model.outcomes import MAX_EXIT_CODES, TaskEnd
+from airflow_provider_azbatch.model.outcomes import MAX_EXIT_CODES, TaskEnd, counts_of
 from airflow_provider_azbatch.model.records import JobChange
+from airflow_provider_azbatch.model.verdict import tasks_ended
 
 
 def outcome_of(tasks: Sequence[TaskEnd]) -> str:
     """ "succeeded" when the job had tasks and every one of them succeeded (as an Airflow run of the job would
-    succeed), else "failed" (a task failed, never ran, or the job was ended before it had any)."""
-    return "succeeded" if tasks and all(task.succeeded for task in tasks) else "failed"
+    succeed), else "failed" (a task failed, never ran, or the job was ended before it had any): the verdict on
+    its tasks alone, whatever ended the job."""
+    return "succeeded" if tasks_ended(counts_of(tasks)) == "succeeded" else "failed"
 
 
 def job_event(change: JobChange, tasks: Sequence[TaskEnd], *, conn_id: str, account: str | None) -> dict[str, Any]:

@@ -12,7 +12,7 @@ disable_source_code``).
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attr
 from airflow.providers.openlineage.extractors import OperatorLineage
@@ -20,6 +20,9 @@ from openlineage.client.event_v2 import InputDataset, OutputDataset
 from openlineage.client.facet_v2 import RunFacet, error_message_run, source_code_job
 
 from airflow_provider_azbatch.lineage.run_facts import job_facts, run_io_of
+
+if TYPE_CHECKING:
+    from airflow_provider_azbatch.lineage.operator import LineageOperator
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +53,7 @@ class AzureBatchJobRunFacet(RunFacet):
         return SCHEMA_URL
 
 
-def facets(operator: Any, moment: str) -> OperatorLineage:
+def facets(operator: LineageOperator, moment: str) -> OperatorLineage[Any, Any]:
     """The lineage of ``operator``'s run at ``moment`` (``start``, ``complete`` or ``failure``); what cannot be known
     (a request that does not check, a connection that cannot be read) is left out, never raised."""
     result = getattr(operator, "lineage_result", None) if moment != "start" else None
@@ -93,7 +96,7 @@ def facets(operator: Any, moment: str) -> OperatorLineage:
     )
 
 
-def _job_id(operator: Any) -> str | None:
+def _job_id(operator: LineageOperator) -> str | None:
     """The job the run submits: the operator's ``job_id``, or the one derived from the task instance."""
     claimed = getattr(getattr(operator, "__dict__", {}).get("run"), "job_id", None)
     if claimed:
@@ -114,7 +117,7 @@ def _job_id(operator: Any) -> str | None:
     )
 
 
-def _source(operator: Any) -> str | None:
+def _source(operator: LineageOperator) -> str | None:
     """A TaskFlow function's source, where OpenLineage may send source code."""
     get_source = getattr(operator, "get_python_source", None)
     if get_source is None:

@@ -17,10 +17,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_provider_azbatch.hooks.errors import describe_error
 from airflow_provider_azbatch.lineage.run_facts import Destination, RunIO, run_io_of
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from airflow.sdk import Context
+
+    from airflow_provider_azbatch.hooks.storage import BlobStorage
+    from airflow_provider_azbatch.lineage.operator import EndedRun, LineageOperator
 
 MAX_BLOBS = 1000
 MAX_RESULTS_BYTES = 64 * 1024
@@ -77,7 +85,9 @@ def destinations_of(outlet: Any, io: RunIO) -> list[Destination]:
     return named or list(io.destinations)
 
 
-def written_blobs(storage: Any, destinations: Sequence[Destination], since: Any) -> tuple[list[str], bool]:
+def written_blobs(
+    storage: BlobStorage, destinations: Sequence[Destination], since: datetime | None
+) -> tuple[list[str], bool]:
     """(asset URIs of the blobs the job wrote to ``destinations``, whether there were more than ``MAX_BLOBS``)."""
     uris: list[str] = []
     for item in destinations:
@@ -114,7 +124,7 @@ def event_extra(
     return extra
 
 
-def record_events(operator: Any, context: Any, result: Any) -> None:
+def record_events(operator: LineageOperator, context: Context, result: EndedRun) -> None:
     """Give the event of each asset among ``operator``'s outlets its extra, for a run that succeeded."""
     outlets = [outlet for outlet in operator.outlets if _is_asset(outlet)]
     if not outlets:

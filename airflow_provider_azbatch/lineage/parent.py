@@ -14,7 +14,11 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+    from airflow.sdk.types import RuntimeTaskInstanceProtocol
 
 log = logging.getLogger(__name__)
 
@@ -23,7 +27,7 @@ ROOT_PARENT_ID = "OPENLINEAGE_ROOT_PARENT_ID"
 CONTEXT = "OPENLINEAGE_CONTEXT"
 
 
-def parent_environment(context: Any) -> dict[str, str]:
+def parent_environment(context: Context) -> dict[str, str]:
     """The variables for the task instance of ``context`` (none without an enabled OpenLineage provider)."""
     from airflow_provider_azbatch.compat import openlineage_enabled
 
@@ -36,7 +40,7 @@ def parent_environment(context: Any) -> dict[str, str]:
         return {}
 
 
-def _environment(ti: Any) -> dict[str, str]:
+def _environment(ti: RuntimeTaskInstanceProtocol) -> dict[str, str]:
     from airflow.providers.openlineage.plugins import macros
 
     parent = {

@@ -12,11 +12,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_provider_azbatch.hooks.dataset_names import DatasetName, blob_dataset, url_dataset
 from airflow_provider_azbatch.specs.blob_io import InputSpec, OutputSpec
 from airflow_provider_azbatch.submission.job import RESULT_FILES_DIR
+
+if TYPE_CHECKING:
+    from airflow_provider_azbatch.lineage.operator import EndedRun, LineageOperator
 
 log = logging.getLogger(__name__)
 
@@ -128,7 +131,7 @@ def job_facts(
     account_url: str,
     job_id: str | None,
     pool_id: str | None,
-    result: Any = None,
+    result: EndedRun | None = None,
 ) -> dict[str, Any]:
     """The Batch job of a run, as the run facet gives it (``result``: the run's RunResult once it ended)."""
     facts: dict[str, Any] = {"account": account, "accountUrl": account_url}
@@ -166,7 +169,7 @@ def job_facts(
     return facts
 
 
-def run_io_of(operator: Any) -> RunIO | None:
+def run_io_of(operator: LineageOperator) -> RunIO | None:
     """The Blob inputs and outputs of ``operator``'s (rendered) request; None when it does not check (the run says
     why)."""
     try:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+if TYPE_CHECKING:
+    from airflow_provider_azbatch.hooks.batch import AzureBatchHook
 
-def link_data(hook: Any, job_id: str, try_number: int | None = None) -> dict[str, Any]:
+
+def link_data(hook: AzureBatchHook, job_id: str, try_number: int | None = None) -> dict[str, Any]:
     settings = hook.settings
     return {
         "job_id": job_id,

@@ -14,10 +14,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from airflow_provider_azbatch.model.verdict import TASK_ENDED
+
 # Failure codes of a task whose output files could not be uploaded (the service's and the local service's).
 UPLOAD_FAILURE_PREFIX = "FileUpload"
-# A task ended by a terminate request (its own, or its job's) did not fail by itself.
-TASK_ENDED = "TaskEnded"
 
 
 @dataclass(frozen=True)

@@ -19,10 +19,13 @@ def decode_line(raw: bytes) -> str:
     return text
 
 
-def split_lines(data: bytes, *, final: bool, max_line_bytes: int = MAX_LINE_BYTES) -> tuple[list[str], int]:
+def split_lines(
+    data: bytes, *, final: bool, max_line_bytes: int = MAX_LINE_BYTES, starts: list[int] | None = None
+) -> tuple[list[str], int]:
     """Complete lines in ``data`` (decoded, newline removed) and how many bytes they used.
 
-    ``final``: no more bytes will come, so a last unterminated line counts as a line.
+    ``final``: no more bytes will come, so a last unterminated line counts as a line. ``starts``: where each
+    line starts in ``data`` is appended to it (what a line's offset in its file says, such as when it was written).
     """
     lines: list[str] = []
     position = 0
@@ -31,19 +34,17 @@ def split_lines(data: bytes, *, final: bool, max_line_bytes: int = MAX_LINE_BYTE
         # +2: a line of exactly max_line_bytes may still be followed by "\r\n".
         newline = data.find(b"\n", position, position + max_line_bytes + 2)
         if newline != -1:
-            lines.append(decode_line(data[position:newline]))
-            position = newline + 1
-            continue
-        remaining = length - position
-        if remaining > max_line_bytes:
-            cut = char_boundary(data, position + max_line_bytes, position)
-            lines.append(decode_line(data[position:cut]))
-            position = cut
-            continue
-        if final:
-            lines.append(decode_line(data[position:]))
-            position = length
-        break
+            end, after = newline, newline + 1
+        elif length - position > max_line_bytes:
+            end = after = char_boundary(data, position + max_line_bytes, position)
+        elif final:
+            end = after = length
+        else:
+            break
+        if starts is not None:
+            starts.append(position)
+        lines.append(decode_line(data[position:end]))
+        position = after
     return lines, position
 
 

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_provider_azbatch.enums import enum_value
-from airflow_provider_azbatch.model.exit_options import TASK_ENDED, applied_exit_options
+from airflow_provider_azbatch.model.exit_options import applied_exit_options
+from airflow_provider_azbatch.model.records import TaskCounts
+from airflow_provider_azbatch.model.verdict import task_ended, task_outcome, task_succeeded
+
+if TYPE_CHECKING:
+    from azure.batch.models import BatchTask
 
 # XCom stays small for very large jobs: per-task results are listed up to this many tasks.
 MAX_TASK_RESULTS = 1000
@@ -32,7 +37,7 @@ class TaskOutcome:
     blocked: bool = False
 
     @classmethod
-    def from_sdk(cls, task: Any) -> TaskOutcome:
+    def from_sdk(cls, task: BatchTask) -> TaskOutcome:
         info = task.execution_info
         failure = getattr(info, "failure_info", None) if info is not None else None
         start = getattr(info, "start_time", None) if info is not None else None
@@ -56,12 +61,12 @@ class TaskOutcome:
 
     @property
     def succeeded(self) -> bool:
-        return self.state == "completed" and self.result == "success"
+        return task_succeeded(self.state, self.result)
 
     @property
     def ended(self) -> bool:
         """Ended by a terminate request (its job's, or its own) rather than failing by itself."""
-        return self.state == "completed" and self.result == "failure" and self.failure_code == TASK_ENDED
+        return task_ended(self.state, self.result, self.failure_code)
 
     @property
     def accepted(self) -> bool:
@@ -77,13 +82,7 @@ class TaskOutcome:
     @property
     def outcome(self) -> str:
         """``succeeded``, ``accepted``, ``failed``, ``ended``, ``blocked``, or the state of an unfinished task."""
-        if self.state != "completed":
-            return "blocked" if self.blocked else self.state
-        if self.succeeded:
-            return "succeeded"
-        if self.ended:
-            return "ended"
-        return "accepted" if self.accepted else "failed"
+        return task_outcome(self.state, self.result, self.failure_code, accepted=self.accepted, blocked=self.blocked)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -162,7 +161,22 @@ class TaskEnd:
 
     @property
     def succeeded(self) -> bool:
-        return self.state == "completed" and self.result == "success"
+        return task_succeeded(self.state, self.result)
+
+
+def counts_of(tasks: Iterable[TaskEnd]) -> TaskCounts:
+    """The task counts of a task listing, as Batch counts them (preparing is running; a task in a state not known
+    here has not finished)."""
+    active = running = completed = succeeded = 0
+    for task in tasks:
+        if task.state == "completed":
+            completed += 1
+            succeeded += task.succeeded
+        elif task.state in ("preparing", "running"):
+            running += 1
+        else:
+            active += 1
+    return TaskCounts(active, running, completed, succeeded, completed - succeeded)
 
 
 def task_end_of(entry: Mapping[str, Any]) -> TaskEnd:

@@ -6,13 +6,15 @@ triggers read them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from airflow_provider_azbatch.model.exit_options import applied_exit_options
 from airflow_provider_azbatch.model.lines import last_lines
+from airflow_provider_azbatch.model.verdict import ENDED_STATES
 
 STDOUT, STDERR = "stdout.txt", "stderr.txt"
 
@@ -20,7 +22,8 @@ STDOUT, STDERR = "stdout.txt", "stderr.txt"
 STREAMS = (STDOUT, STDERR)
 
 
-TERMINAL_JOB_STATES = ("completed", "terminating", "deleting")
+# The watch and the trigger read the verdict's ended states under this name.
+TERMINAL_JOB_STATES = ENDED_STATES
 
 
 def epoch_seconds(iso: str | None) -> float | None:
@@ -29,6 +32,34 @@ def epoch_seconds(iso: str | None) -> float | None:
         return datetime.fromisoformat(iso).timestamp() if iso else None
     except ValueError:
         return None
+
+
+# A Batch timestamp as sent: seconds, an optional fraction of any length, "Z" or an offset.
+_WIRE_TIME = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)?")
+
+
+def wire_time_iso(value: str) -> str:
+    """A timestamp from a response body as the SDK's models give it (``datetime.isoformat()``): the
+    fraction cut to microseconds, "Z" as "+00:00". A read that skips the models must record the same
+    string, or a cursor saved by one hook would look like a different file to the other."""
+    match = _WIRE_TIME.fullmatch(value)
+    if match is None:
+        from azure.batch.models import FileProperties
+
+        created = FileProperties({"creationTime": value}).creation_time
+        return created.isoformat() if created else value
+    seconds, fraction, zone = match.groups()
+    text = seconds + (f".{(fraction + '00000')[:6]}" if fraction else "") + ("+00:00" if zone == "Z" else zone or "")
+    return datetime.fromisoformat(text).isoformat()
+
+
+def service_time(value: str) -> datetime:
+    """A listed time (``stateTransitionTime``) as a moment (a value that does not parse counts as long ago)."""
+    try:
+        moment = datetime.fromisoformat(wire_time_iso(value))
+    except ValueError:
+        return datetime.min.replace(tzinfo=timezone.utc)
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
 
 @dataclass(frozen=True)
@@ -73,7 +104,8 @@ class JobChange:
 class NodeTimes:
     """A node as the pool lists it: whether it is dedicated, when it was allocated, its state since when, and
     when its agent last booted (ISO 8601; None where the listing did not say); the tasks it runs, how many it ran,
-    and the jobs of the tasks that recently ran on it (what the account view's pool listings compare)."""
+    the jobs of the tasks that recently ran on it (what the account view's pool listings compare), and when those
+    ran (start, end or None while running: what its idle time is counted from)."""
 
     id: str
     dedicated: bool
@@ -84,6 +116,7 @@ class NodeTimes:
     running_tasks: int | None = None
     tasks_run: int | None = None
     recent_jobs: tuple[str, ...] = ()
+    task_spans: tuple[tuple[str, str | None], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,6 @@ and the run's results into a return value (XCom), an exception, or a deferral.
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta, timezone
@@ -31,11 +30,26 @@ from airflow_provider_azbatch.lineage.parent import parent_environment
 from airflow_provider_azbatch.links.job import LINK_XCOM_KEY, AzureBatchJobLink, link_data
 from airflow_provider_azbatch.pools.strategy import BatchPool
 from airflow_provider_azbatch.runs import Expectations, JobRun, RunResult, RunSettings, TaskInstanceRef, event_in_full
+from airflow_provider_azbatch.runs.lifecycle import deferral_deadline
 from airflow_provider_azbatch.specs import validation
 from airflow_provider_azbatch.specs.identity import RunAs
 from airflow_provider_azbatch.specs.job_side_tasks import JobSideTask
-from airflow_provider_azbatch.specs.options import BlobOptions, ContainerOptions, FanOut, merge
-from airflow_provider_azbatch.specs.sdk_fields import as_rest
+from airflow_provider_azbatch.specs.operator_options import (
+    BLOB,
+    CONTAINERS,
+    FAN_OUT,
+    FLAT_NAMES,
+    JOB,
+    NAMES,
+    RUN,
+    fan_out_of,
+    going_to,
+    group_of,
+    refuse_unknown_arguments,
+    renderers,
+    templated,
+)
+from airflow_provider_azbatch.specs.options import BlobOptions, ContainerOptions, FanOut
 from airflow_provider_azbatch.specs.tasks import TaskSpec
 from airflow_provider_azbatch.specs.workspace import Workspace
 from airflow_provider_azbatch.submission.reattach import remember_job, remembered_job
@@ -47,14 +61,9 @@ from airflow_provider_azbatch.watching.outages import DEFAULT_MAX_OUTAGE_SECONDS
 from airflow_provider_azbatch.workspace.staged_files import FileForTasks
 
 if TYPE_CHECKING:
+    from airflow.providers.openlineage.extractors import OperatorLineage
     from airflow.sdk import Context
-
-# The trigger's own timeout event fires this long before Airflow's deferral timeout would (measured worst
-# case at 1,000 deferred jobs: a few seconds; see bench/).
-TIMEOUT_PADDING = timedelta(seconds=60)
-
-# The operator's own names of option fields given flat (``image=`` rather than ``containers=``).
-_FLAT_NAMES = {"run_options": "container_run_options", "working_directory": "container_working_directory"}
+    from airflow.sdk.types import RuntimeTaskInstanceProtocol
 
 
 def _default_deferrable() -> bool:
@@ -63,63 +72,32 @@ def _default_deferrable() -> bool:
     return conf.getboolean("operators", "default_deferrable", fallback=False)
 
 
-def _parameters(cls: type) -> list[str]:
-    """The keyword parameters of ``cls`` and its bases (Airflow's BaseOperator's among them)."""
-    names: dict[str, None] = {}
-    for klass in cls.__mro__:
-        init = klass.__dict__.get("__init__")
-        if init is None:
-            continue
-        try:
-            parameters = inspect.signature(init).parameters.values()
-        except (TypeError, ValueError):  # a builtin's
-            continue
-        for parameter in parameters:
-            if parameter.kind in (parameter.KEYWORD_ONLY, parameter.POSITIONAL_OR_KEYWORD) and parameter.name != "self":
-                names.setdefault(parameter.name)
-    return list(names)
-
-
-def _refuse_unknown_arguments(cls: type, kwargs: Mapping[str, Any]) -> None:
-    """A misspelt argument named with the one it is likely meant to be, instead of Airflow's bare "Invalid
-    arguments were passed" (names Airflow adds itself start with ``_``)."""
-    known = _parameters(cls)
-    unknown = [name for name in kwargs if name not in known and not name.startswith("_")]
-    if unknown:
-        what = getattr(cls, "custom_operator_name", None) or cls.__name__
-        name = unknown[0]
-        near = validation.suggestion(name, known, cutoff=0.7)
-        # The decorator's class is private: its parameters are the operator's.
-        documented = cls.__name__ if not cls.__name__.startswith("_") else "AzureBatchJobOperator"
-        hint = f": did you mean {near!r}?" if near is not None else f" (see help({documented}) for its parameters)"
-        raise validation.fail(name, f"is not a parameter of {what}{hint}")
-
-
 class AzureBatchJobOperator(BaseOperator):
     """Run one Azure Batch job and wait for it, showing its tasks' output in the Airflow log.
+
+    .. options: begin (python scripts/operator_options.py writes this list)
 
     What to run (one of):
 
     :param command: one task: the shell command it runs (``/bin/sh -c`` on Linux nodes).
-    :param tasks: several tasks, each a mapping (or :class:`~airflow_provider_azbatch.specs.tasks.TaskSpec`)
-        with ``id`` and ``command_line`` and optionally ``environment``, ``max_retries``, ``max_wall_clock``,
-        ``depends_on``, ``required_slots``, ``display_name``, ``image``, ``num_nodes``,
-        ``coordination_command``, ``inputs``, ``outputs``.
-    :param fan_out: one task per item of a list: a
-        :class:`~airflow_provider_azbatch.specs.options.FanOut` (or the flat ``command_template``,
-        ``parameters``, ``task_id_prefix``).
+    :param tasks: several tasks, each a mapping (or :class:`~airflow_provider_azbatch.specs.tasks.TaskSpec`) with ``id``
+        and ``command_line`` and optionally ``environment``, ``max_retries``, ``max_wall_clock``, ``depends_on``,
+        ``required_slots``, ``display_name``, ``image``, ``num_nodes``, ``coordination_command``, ``inputs``,
+        ``outputs``.
+    :param fan_out: one task per item of a list: a :class:`~airflow_provider_azbatch.specs.options.FanOut` (or the flat
+        ``command_template``, ``parameters``, ``task_id_prefix``).
 
     Where it runs (one of):
 
     :param pool_id: an existing pool (shorthand for ``batch_pool=BatchPool.existing(pool_id)``).
-    :param batch_pool: a :class:`~airflow_provider_azbatch.pools.strategy.BatchPool`: ``existing``
-        (checked: exists, VM size fits ``requirements``), ``shared`` (a named pool created from resource
-        requirements if missing) or ``auto`` (a pool made for the job and deleted with it).
+    :param batch_pool: a :class:`~airflow_provider_azbatch.pools.strategy.BatchPool`: ``existing`` (checked: exists, VM
+        size fits ``requirements``), ``shared`` (a named pool created from resource requirements if missing) or ``auto``
+        (a pool made for the job and deleted with it).
 
     Job settings:
 
-    :param job_id: the Batch job id; default: derived from DAG, task, run and map index, so a retry of the
-        same task instance finds the job an earlier try submitted.
+    :param job_id: the Batch job id; default: derived from DAG, task, run and map index, so a retry of the same task
+        instance finds the job an earlier try submitted.
     :param display_name: the job's display name (at most 1,024 characters).
     :param environment: environment variables for every task of the job.
     :param metadata: name/value strings stored on the job.
@@ -130,34 +108,33 @@ class AzureBatchJobOperator(BaseOperator):
     :param max_parallel_tasks: most tasks of the job running at once.
     :param num_nodes: with ``command``: run it as a multi-node task on this many nodes.
     :param coordination_command: with ``num_nodes``: what every node runs first.
-    :param containers: a :class:`~airflow_provider_azbatch.specs.options.ContainerOptions` (or the flat
-        ``image``, ``registry_conn_id``, ``container_run_options``, ``container_working_directory``).
-    :param blob: a :class:`~airflow_provider_azbatch.specs.options.BlobOptions` (or the flat ``inputs``,
-        ``outputs``, ``output_container``, ``upload_logs``, ``logs_prefix``, ``output_identity``).
+    :param containers: a :class:`~airflow_provider_azbatch.specs.options.ContainerOptions` (or the flat ``image``,
+        ``registry_conn_id``, ``container_run_options``, ``container_working_directory``).
+    :param blob: a :class:`~airflow_provider_azbatch.specs.options.BlobOptions` (or the flat ``inputs``, ``outputs``,
+        ``output_container``, ``upload_logs``, ``logs_prefix``, ``output_identity``).
     :param workspace: a local directory (absolute, or relative to the DAG file), or a
-        :class:`~airflow_provider_azbatch.workspace.Workspace`: packed (ignore rules, size limit), staged in
-        Blob once per content and unpacked into every task's ``workspace/`` (``$AZBATCH_WORKSPACE``) before its
-        command runs; a task's own ``workspace`` wins.
-    :param priority: the job's priority, -1000 to 1000 (the service's default 0): on a busy pool, a higher
-        priority job's tasks start before a lower one's.
+        :class:`~airflow_provider_azbatch.workspace.Workspace`: packed (ignore rules, size limit), staged in Blob once
+        per content and unpacked into every task's ``workspace/`` (``$AZBATCH_WORKSPACE``) before its command runs; a
+        task's own ``workspace`` wins.
+    :param priority: the job's priority, -1000 to 1000 (the service's default 0): on a busy pool, a higher priority
+        job's tasks start before a lower one's.
     :param run_as: who the tasks run as: ``"admin"``, ``"nonadmin"`` (the pool's automatic user), or a
-        :class:`~airflow_provider_azbatch.specs.identity.RunAs` (task scope, or a pool's named user); a
-        task's own ``run_as`` wins.
-    :param job_overrides: Batch REST job fields (camelCase, or an SDK model) merged over the job the operator
-        builds, checked against azure-batch's ``BatchJobCreateOptions`` (see
-        :mod:`airflow_provider_azbatch.specs.overrides`).
+        :class:`~airflow_provider_azbatch.specs.identity.RunAs` (task scope, or a pool's named user); a task's own
+        ``run_as`` wins.
+    :param job_overrides: Batch REST job fields (camelCase, or an SDK model) merged over the job the operator builds,
+        checked against azure-batch's ``BatchJobCreateOptions`` (see :mod:`airflow_provider_azbatch.specs.overrides`).
     :param task_overrides: Batch REST task fields merged over every task (a task's own ``overrides`` after them),
         checked against ``BatchTaskCreateOptions``.
 
     Waiting:
 
     :param azbatch_conn_id: the ``azbatch`` connection (default ``[azbatch] default_conn_id``).
-    :param deferrable: wait in the triggerer instead of holding a worker slot (default
-        ``[operators] default_deferrable``).
+    :param deferrable: wait in the triggerer instead of holding a worker slot (default ``[operators]
+        default_deferrable``).
     :param poll_interval: seconds between polls (default ``[azbatch] poll_interval``).
     :param stream_output: show task stdout/stderr in the Airflow log (default ``[azbatch] stream_task_output``).
-    :param max_streamed_tasks: show live output of at most this many tasks, the first ones submitted
-        (default ``[azbatch] max_streamed_tasks``); stderr of failed tasks is always shown at the end.
+    :param max_streamed_tasks: show live output of at most this many tasks, the first ones submitted (default
+        ``[azbatch] max_streamed_tasks``); stderr of failed tasks is always shown at the end.
     :param failure_tail_lines: stderr lines quoted in the error for a failed task.
     :param max_outage: seconds of Batch service errors a wait rides out before failing.
     :param on_finish_action: ``keep_job`` (default), ``delete_job`` or ``delete_succeeded_job``.
@@ -165,24 +142,41 @@ class AzureBatchJobOperator(BaseOperator):
 
     When tasks fail (see docs/howto/when-tasks-fail.md):
 
-    :param fail_fast: the first task that fails (after its retries) terminates the job (default
-        ``[azbatch] fail_fast``).
-    :param exit_conditions: what exit codes do to the job and to dependents, for tasks without their own: a
-        mapping of ``exit_codes``, ``exit_code_ranges``, ``pre_processing_error``, ``file_upload_error``,
-        ``default`` to ``job_action`` / ``dependency_action`` (see
-        :mod:`~airflow_provider_azbatch.specs.exit_conditions`).
-    :param skip_on_exit_code: an exit code or a list of them: a job whose only failures exited with one of them
-        skips the Airflow task; a task's own ``skip_on_exit_code`` wins.
+    :param fail_fast: the first task that fails (after its retries) terminates the job (default ``[azbatch]
+        fail_fast``).
+    :param exit_conditions: what exit codes do to the job and to dependents, for tasks without their own: a mapping of
+        ``exit_codes``, ``exit_code_ranges``, ``pre_processing_error``, ``file_upload_error``, ``default`` to
+        ``job_action`` / ``dependency_action`` (see :mod:`~airflow_provider_azbatch.specs.exit_conditions`).
+    :param skip_on_exit_code: an exit code or a list of them: a job whose only failures exited with one of them skips
+        the Airflow task; a task's own ``skip_on_exit_code`` wins.
     :param job_preparation: a command (or a mapping, or a
-        :class:`~airflow_provider_azbatch.specs.job_side_tasks.JobSideTask`) run once per node before the
-        job's first task there; if it fails on every node, the wait ends naming it.
+        :class:`~airflow_provider_azbatch.specs.job_side_tasks.JobSideTask`) run once per node before the job's first
+        task there; if it fails on every node, the wait ends naming it.
     :param job_release: a command (or a mapping) run after the job on each node that ran ``job_preparation``.
 
     Results:
 
-    :param result_file: a JSON file every task (without its own ``result_file``) writes in its working
-        directory: read back when the job succeeded, into the XCom result's ``results`` by task id (a
-        single task's also as ``return_value``), at most ``[azbatch] max_result_bytes`` each.
+    :param result_file: a JSON file every task (without its own ``result_file``) writes in its working directory: read
+        back when the job succeeded, into the XCom result's ``results`` by task id (a single task's also as
+        ``return_value``), at most ``[azbatch] max_result_bytes`` each.
+
+    Flat forms of the option groups above:
+
+    :param command_template: see ``fan_out``.
+    :param parameters: see ``fan_out``.
+    :param task_id_prefix: see ``fan_out``.
+    :param image: see ``containers``.
+    :param registry_conn_id: see ``containers``.
+    :param container_run_options: see ``containers``.
+    :param container_working_directory: see ``containers``.
+    :param inputs: see ``blob``.
+    :param outputs: see ``blob``.
+    :param output_container: see ``blob``.
+    :param upload_logs: see ``blob``.
+    :param logs_prefix: see ``blob``.
+    :param output_identity: see ``blob``.
+
+    .. options: end
 
     Lineage (see docs/howto/lineage.md): an output with ``"asset": Asset(...)`` adds the asset to ``outlets``; each
     asset among the outlets gets an event of a successful run with the job id, the blobs written and the results as
@@ -190,45 +184,29 @@ class AzureBatchJobOperator(BaseOperator):
     and the Batch tasks get the task's OpenLineage parent run (``OPENLINEAGE_CONTEXT``...).
     """
 
-    template_fields: Sequence[str] = (
-        "job_id",
-        "pool_id",
-        "command",
-        "tasks",
-        "environment",
-        "metadata",
-        "display_name",
-        "fan_out",
-        "containers",
-        "blob",
-        "workspace",
-        "priority",
-        "job_overrides",
-        "task_overrides",
-        "pool_overrides",
-        "job_preparation",
-        "job_release",
-    )
-    template_fields_renderers = {
-        "tasks": "json",
-        "environment": "json",
-        "metadata": "json",
-        "command": "bash",
-        "job_overrides": "json",
-        "task_overrides": "json",
-        "pool_overrides": "json",
-    }
+    template_fields: Sequence[str] = (*templated(), "pool_overrides")
+    template_fields_renderers = {**renderers(), "pool_overrides": "json"}
     ui_color = "#cfe8fc"
+    # Options this class and its subclasses read back (_take_options sets every option of the declaration).
+    command: Any
+    tasks: Any
+    job_id: Any
+    environment: Any
+    workspace: Any
     operator_extra_links = (AzureBatchJobLink(),)
 
     def __init__(
         self,
         *,
+        # options: begin (python scripts/operator_options.py writes these parameters from specs/operator_options.py)
+        # What to run (one of):
         command: str | None = None,
         tasks: Sequence[Mapping[str, Any] | TaskSpec] | None = None,
         fan_out: FanOut | None = None,
+        # Where it runs (one of):
         pool_id: str | None = None,
         batch_pool: BatchPool | None = None,
+        # Job settings:
         job_id: str | None = None,
         display_name: str | None = None,
         environment: Mapping[str, str] | None = None,
@@ -246,6 +224,7 @@ class AzureBatchJobOperator(BaseOperator):
         run_as: str | RunAs | Mapping[str, Any] | None = None,
         job_overrides: Mapping[str, Any] | Any = None,
         task_overrides: Mapping[str, Any] | Any = None,
+        # Waiting:
         azbatch_conn_id: str | None = None,
         deferrable: bool | None = None,
         poll_interval: float | None = None,
@@ -255,13 +234,15 @@ class AzureBatchJobOperator(BaseOperator):
         max_outage: float = DEFAULT_MAX_OUTAGE_SECONDS,
         on_finish_action: str = "keep_job",
         force_new_job: bool = False,
+        # When tasks fail (see docs/howto/when-tasks-fail.md):
         fail_fast: bool | None = None,
         exit_conditions: Mapping[str, Any] | None = None,
         skip_on_exit_code: int | Sequence[int] | None = None,
         job_preparation: str | Mapping[str, Any] | JobSideTask | None = None,
         job_release: str | Mapping[str, Any] | JobSideTask | None = None,
+        # Results:
         result_file: str | None = None,
-        # Flat forms of the option groups above.
+        # Flat forms of the option groups above:
         command_template: str | None = None,
         parameters: Sequence[Any] | None = None,
         task_id_prefix: str | None = None,
@@ -275,11 +256,25 @@ class AzureBatchJobOperator(BaseOperator):
         upload_logs: bool | None = None,
         logs_prefix: str | None = None,
         output_identity: str | None = None,
+        # options: end
         **kwargs: Any,
     ) -> None:
-        _refuse_unknown_arguments(type(self), kwargs)
+        given = {name: value for name, value in locals().items() if name in NAMES}
+        refuse_unknown_arguments(type(self), kwargs)
         super().__init__(**kwargs)
         # Everything not templated is checked here, so a mistake fails the DAG file, not a run.
+        self._take_options(given)
+        self.job_request().check(rendered=False)
+        # Each output's asset among the outlets: Airflow schedules the DAGs waiting for it from the DAG file.
+        self.outlets = add_outlets(list(self.outlets or []), declared_assets(self.blob.outputs, self.tasks))
+        # How the run ended (and why it failed), for its lineage; the OpenLineage parent run for the Batch tasks.
+        self.lineage_result: RunResult | None = None
+        self.lineage_failure: str | None = None
+        self._lineage_environment: dict[str, str] = {}
+
+    def _take_options(self, given: dict[str, Any]) -> None:
+        """Each option checked and put where it goes (specs/operator_options.py), in the declaration's order."""
+        pool_id, batch_pool = given["pool_id"], given["batch_pool"]
         if (pool_id is None) == (batch_pool is None):
             raise validation.fail(
                 "pool_id",
@@ -291,95 +286,24 @@ class AzureBatchJobOperator(BaseOperator):
             )
         self.batch_pool = batch_pool
         self.pool_id = pool_id if pool_id is not None else batch_pool.pool_id  # type: ignore[union-attr]
-        self.command = command
-        self.tasks = tasks
-        if fan_out is not None and (command_template is not None or parameters is not None):
-            raise validation.fail(
-                "command_template", "is also set in fan_out: give fan_out or command_template, not both"
-            )
-        if fan_out is None and command_template is not None:
-            fan_out = FanOut(command_template, parameters if parameters is not None else [], task_id_prefix or "task")
-        elif parameters is not None:
-            raise validation.fail("parameters", "only go with command_template")
-        self.fan_out = fan_out
-        self.containers: ContainerOptions = merge(
-            "containers",
-            containers,
-            {
-                "image": image,
-                "registry_conn_id": registry_conn_id,
-                "run_options": container_run_options,
-                "working_directory": container_working_directory,
-            },
-            ContainerOptions,
-            aliases={"run_options": "container_run_options", "working_directory": "container_working_directory"},
-        )
-        self.blob: BlobOptions = merge(
-            "blob",
-            blob,
-            {
-                "inputs": inputs,
-                "outputs": outputs,
-                "output_container": output_container,
-                "upload_logs": upload_logs,
-                "logs_prefix": logs_prefix,
-                "output_identity": output_identity,
-            },
-            BlobOptions,
-        )
-        self.workspace = workspace
-        self.job_id = job_id
-        self.display_name = display_name
-        self.environment = environment
-        self.metadata = metadata
-        self.max_task_retries = validation.retries(max_task_retries, "max_task_retries")
-        self.max_wall_clock = validation.duration(max_wall_clock, "max_wall_clock")
-        self.job_max_wall_clock = validation.duration(job_max_wall_clock, "job_max_wall_clock")
-        self.max_parallel_tasks = (
-            None
-            if max_parallel_tasks is None
-            else validation.integer(max_parallel_tasks, "max_parallel_tasks", minimum=1)
-        )
-        self.num_nodes = validation.integer(num_nodes, "num_nodes", minimum=1)
-        self.coordination_command = coordination_command
-        self.priority = priority
-        self.run_as = run_as
-        self.job_overrides = as_rest(job_overrides)
-        self.task_overrides = as_rest(task_overrides)
+        self.fan_out = fan_out_of(given)
+        self.containers: ContainerOptions = group_of(CONTAINERS, given, ContainerOptions)
+        self.blob: BlobOptions = group_of(BLOB, given, BlobOptions)
+        for option in going_to(JOB):
+            if option.name not in (FAN_OUT, CONTAINERS, BLOB):
+                value = given[option.name]
+                setattr(self, option.name, option.check(value, option.name) if option.check else value)
         # Rendered here (a BatchPool cannot be rendered in place), given back to the pool when the job is prepared.
         self.pool_overrides = dict(batch_pool.pool_overrides) if batch_pool is not None else {}
-        self.fail_fast = fail_fast if fail_fast is not None else config.get_bool("fail_fast")
-        self.exit_conditions = exit_conditions
-        self.skip_on_exit_code = skip_on_exit_code
-        self.job_preparation = job_preparation
-        self.job_release = job_release
-        self.result_file = result_file
+        deferrable = given["deferrable"]
         self.deferrable = deferrable if deferrable is not None else _default_deferrable()
         if not isinstance(self.deferrable, bool):
             raise validation.fail("deferrable", f"must be True or False, got {self.deferrable!r}")
         self.run_settings = RunSettings.from_parameters(
-            azbatch_conn_id=azbatch_conn_id,
-            poll_interval=poll_interval,
-            stream_output=stream_output,
-            max_streamed_tasks=max_streamed_tasks,
-            failure_tail_lines=failure_tail_lines,
-            max_outage=max_outage,
-            on_finish_action=on_finish_action,
-            force_new_job=force_new_job,
-            operator=type(self).__name__,
+            **{option.name: given[option.name] for option in going_to(RUN)}, operator=type(self).__name__
         )
         # How errors name option fields: ``containers.image`` when given as objects, ``image`` when flat.
-        self._option_names = {
-            "containers": None if containers is not None else _FLAT_NAMES,
-            "blob": None if blob is not None else _FLAT_NAMES,
-        }
-        self.job_request().check(rendered=False)
-        # Each output's asset among the outlets: Airflow schedules the DAGs waiting for it from the DAG file.
-        self.outlets = add_outlets(list(self.outlets or []), declared_assets(self.blob.outputs, self.tasks))
-        # How the run ended (and why it failed), for its lineage; the OpenLineage parent run for the Batch tasks.
-        self.lineage_result: RunResult | None = None
-        self.lineage_failure: str | None = None
-        self._lineage_environment: dict[str, str] = {}
+        self._option_names = {group: None if given[group] is not None else FLAT_NAMES for group in (CONTAINERS, BLOB)}
 
     # The settings a user may read back from the operator.
     @property
@@ -411,34 +335,11 @@ class AzureBatchJobOperator(BaseOperator):
         pool = self.batch_pool or BatchPool.existing(str(self.pool_id))
         if pool.kind != "existing" and self.pool_overrides != pool.pool_overrides:
             pool = dataclasses.replace(pool, pool_overrides=self.pool_overrides)
+        options = {option.target: getattr(self, option.name) for option in going_to(JOB)}
+        options["environment"] = self._environment(running)
         return JobRequest(
             pool=pool,
-            command=self.command,
-            tasks=self.tasks,
-            fan_out=self.fan_out,
-            num_nodes=self.num_nodes,
-            coordination_command=self.coordination_command,
-            containers=self.containers,
-            blob=self.blob,
-            workspace=self.workspace,
-            job_id=self.job_id,
-            display_name=self.display_name,
-            environment=self._environment(running),
-            metadata=self.metadata,
-            max_task_retries=self.max_task_retries,
-            max_wall_clock=self.max_wall_clock,
-            job_max_wall_clock=self.job_max_wall_clock,
-            max_parallel_tasks=self.max_parallel_tasks,
-            priority=self.priority,
-            run_as=self.run_as,
-            job_overrides=self.job_overrides,
-            task_overrides=self.task_overrides,
-            fail_fast=self.fail_fast,
-            exit_conditions=self.exit_conditions,
-            skip_on_exit_code=self.skip_on_exit_code,
-            job_preparation=self.job_preparation,
-            job_release=self.job_release,
-            result_file=self.result_file,
+            **options,
             files_for_tasks=self.files_for_tasks() if running else (),
             option_names=self._option_names,
         )
@@ -504,13 +405,8 @@ class AzureBatchJobOperator(BaseOperator):
         return since
 
     def _defer(self, context: Context, watcher: JobWatcher) -> None:
-        deadline = None
-        timeout = None
-        if self.execution_timeout is not None:
-            started = getattr(context["ti"], "start_date", None) or datetime.now(timezone.utc)
-            end = started + self.execution_timeout
-            deadline = end.timestamp()
-            timeout = max(end - datetime.now(timezone.utc), timedelta(seconds=1)) + TIMEOUT_PADDING
+        started = getattr(context["ti"], "start_date", None) or datetime.now(timezone.utc)
+        deadline, timeout = deferral_deadline(started, self.execution_timeout)
         self.defer(trigger=self.run.trigger(watcher, deadline), method_name="execute_complete", timeout=timeout)
 
     def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> Any:
@@ -581,17 +477,21 @@ class AzureBatchJobOperator(BaseOperator):
         self.run.on_kill()
 
     # -- OpenLineage (called by the OpenLineage provider alone: nothing of it is imported otherwise) ----------
-    def get_openlineage_facets_on_start(self) -> Any:
+    def get_openlineage_facets_on_start(self) -> OperatorLineage[Any, Any]:
         from airflow_provider_azbatch.lineage.openlineage import facets
 
         return facets(self, "start")
 
-    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+    def get_openlineage_facets_on_complete(
+        self, task_instance: RuntimeTaskInstanceProtocol
+    ) -> OperatorLineage[Any, Any]:
         from airflow_provider_azbatch.lineage.openlineage import facets
 
         return facets(self, "complete")
 
-    def get_openlineage_facets_on_failure(self, task_instance: Any) -> Any:
+    def get_openlineage_facets_on_failure(
+        self, task_instance: RuntimeTaskInstanceProtocol
+    ) -> OperatorLineage[Any, Any]:
         from airflow_provider_azbatch.lineage.openlineage import facets
 
         return facets(self, "failure")

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from airflow_provider_azbatch.model.records import STREAMS
 from airflow_provider_azbatch.operators.job import AzureBatchJobOperator
 from airflow_provider_azbatch.pools.strategy import BatchPool
 from airflow_provider_azbatch.runs import RunResult
 from airflow_provider_azbatch.specs import validation
+from airflow_provider_azbatch.specs.operator_options import what_runs
 from airflow_provider_azbatch.specs.options import ContainerOptions
 from airflow_provider_azbatch.specs.workspace import Workspace
 from airflow_provider_azbatch.submission.job_ids import default_job_id
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from torchx.specs import AppDef
 
 # What the operator derives from the app itself.
-_FROM_APP = ("command", "tasks", "fan_out", "command_template", "parameters", "num_nodes", "coordination_command")
+_FROM_APP = (*what_runs(), "num_nodes", "coordination_command")
 # Stands in for the job id while the DAG is parsed (the real one needs the run).
 _PARSE_JOB_ID = "torchx-parse"
 
@@ -217,7 +218,11 @@ def _containers(own: ContainerOptions, app: ContainerOptions) -> ContainerOption
     )
 
 
-def _side_task(name: str, own: Any, app: Any) -> Any:
+# A job preparation or release task, as the operator or the app gives it.
+SideTask = TypeVar("SideTask")
+
+
+def _side_task(name: str, own: SideTask | None, app: SideTask | None) -> SideTask | None:
     """The app's job preparation or release task (which keeps the replicas' output), or the operator's: not both."""
     if own is not None and app is not None:
         raise validation.fail(

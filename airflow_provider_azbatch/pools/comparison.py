@@ -121,7 +121,7 @@ def _without_secrets(value: Any) -> Any:
 
 
 def _comparable(body: Mapping[str, Any]) -> dict[str, Any]:
-    out = _without_secrets(copy.deepcopy(dict(body)))
+    out: dict[str, Any] = _without_secrets(copy.deepcopy(dict(body)))
     out.pop("id", None)
     out["metadata"] = [item for item in out.get("metadata") or [] if item.get("name") != SPEC_METADATA_KEY]
     container = (out.get("virtualMachineConfiguration") or {}).get("containerConfiguration")
@@ -179,7 +179,8 @@ def _matches(have: Any, want: Any) -> bool:
         )
     if isinstance(want, list):
         return isinstance(have, list) and len(have) == len(want) and all(map(_matches, have, want))
-    return _normal(have) == _normal(want)
+    same: bool = _normal(have) == _normal(want)
+    return same
 
 
 def _leaves(value: Any, path: str = "") -> list[tuple[str, Any]]:

@@ -16,10 +16,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from airflow_provider_azbatch.pools.errors import PoolStrategyError
+
+if TYPE_CHECKING:
+    from airflow_provider_azbatch.compat import ConnectionFields
 
 # What the service never returns and the pool's specification hash leaves out.
 SECRET_KEYS = frozenset({"accountKey", "sasKey", "password"})
@@ -68,6 +71,20 @@ def _conn_id(value: Any, where: str) -> str | None:
     return value
 
 
+def _check_place(mount: BlobMount | FileShareMount | NfsMount, where: str) -> None:
+    """A mount's path (made relative to the mounts directory), its connection id if it has one, its options."""
+    object.__setattr__(mount, "path", _relative_path(mount.path, where))
+    _conn_id(getattr(mount, "conn_id", None), where)
+    _options(mount.options, where)
+
+
+def _configuration(name: str, config: dict[str, Any], options: str | None) -> dict[str, Any]:
+    """A mount's REST configuration, its mount options added when it has some."""
+    if options:
+        config["mountOptions"] = options
+    return {name: config}
+
+
 @dataclass(frozen=True)
 class BlobMount:
     """A Blob container mounted with blobfuse.
@@ -93,9 +110,7 @@ class BlobMount:
                 f"mounts: BlobMount.container {self.container!r} is not a Blob container name (3 to 63 lowercase "
                 "letters, digits and single hyphens)"
             )
-        object.__setattr__(self, "path", _relative_path(self.path, "mounts: BlobMount"))
-        _conn_id(self.conn_id, "mounts: BlobMount")
-        _options(self.options, "mounts: BlobMount")
+        _check_place(self, "mounts: BlobMount")
 
     def describe(self) -> str:
         return f"Blob container {self.container} at {self.path}"
@@ -146,9 +161,7 @@ class FileShareMount:
                 f"mounts: FileShareMount.url {self.url!r} is not a share URL: give "
                 "https://<account>.file.core.windows.net/<share>"
             )
-        object.__setattr__(self, "path", _relative_path(self.path, "mounts: FileShareMount"))
-        _conn_id(self.conn_id, "mounts: FileShareMount")
-        _options(self.options, "mounts: FileShareMount")
+        _check_place(self, "mounts: FileShareMount")
 
     @property
     def account(self) -> str:
@@ -166,9 +179,7 @@ class FileShareMount:
             "accountKey": credentials.key,
             "relativeMountPath": self.path,
         }
-        if self.options:
-            config["mountOptions"] = self.options
-        return {"azureFileShareConfiguration": config}
+        return _configuration("azureFileShareConfiguration", config, self.options)
 
 
 @dataclass(frozen=True)
@@ -186,17 +197,15 @@ class NfsMount:
             raise PoolStrategyError(
                 f"mounts: NfsMount.source {self.source!r} is not an NFS export: give <server>:/<path>"
             )
-        object.__setattr__(self, "path", _relative_path(self.path, "mounts: NfsMount"))
-        _options(self.options, "mounts: NfsMount")
+        _check_place(self, "mounts: NfsMount")
 
     def describe(self) -> str:
         return f"NFS export {self.source} at {self.path}"
 
     def to_rest(self, credentials: None = None) -> dict[str, Any]:
-        config: dict[str, Any] = {"source": self.source, "relativeMountPath": self.path}
-        if self.options:
-            config["mountOptions"] = self.options
-        return {"nfsMountConfiguration": config}
+        return _configuration(
+            "nfsMountConfiguration", {"source": self.source, "relativeMountPath": self.path}, self.options
+        )
 
 
 @dataclass(frozen=True)
@@ -236,9 +245,7 @@ class CifsMount:
             "source": self.source,
             "relativeMountPath": self.path,
         }
-        if self.options:
-            config["mountOptions"] = self.options
-        return {"cifsMountConfiguration": config}
+        return _configuration("cifsMountConfiguration", config, self.options)
 
 
 Mount = BlobMount | FileShareMount | NfsMount | CifsMount
@@ -266,7 +273,7 @@ def check_mounts(mounts: Sequence[Any]) -> tuple[Mount, ...]:
     return tuple(mounts)
 
 
-def storage_account_from_connection(conn: Any, default_account: str | None = None) -> StorageCredentials:
+def storage_account_from_connection(conn: ConnectionFields, default_account: str | None = None) -> StorageCredentials:
     """A storage account from a connection: login or extra ``account_name``; password = key, or ``sas_token``."""
     extra = conn.extra_dejson or {}
     account = extra.get("account_name") or conn.login or default_account

@@ -9,7 +9,7 @@ their connections here and registered with the secret masker.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_provider_azbatch.compute import UnknownVmSizeError, check_vm_size_fits, end_of_support, load_catalog
 from airflow_provider_azbatch.enums import enum_value
@@ -37,6 +37,10 @@ from airflow_provider_azbatch.specs.containers import RegistryCredentials
 from airflow_provider_azbatch.specs.identity import RunAs
 from airflow_provider_azbatch.specs.tasks import TaskSpec
 
+if TYPE_CHECKING:
+    from airflow_provider_azbatch.compat import Log
+    from airflow_provider_azbatch.hooks.batch import AzureBatchHook
+
 ENTRA_REQUIRED = "needs a Microsoft Entra ID connection (auth_method other than shared_key)"
 
 
@@ -47,13 +51,13 @@ def task_images(specs: Sequence[TaskSpec], job_image: str | None) -> list[str]:
 
 
 def prepare_pool(
-    hook: Any,
+    hook: AzureBatchHook,
     strategy: BatchPool,
     specs: Sequence[TaskSpec],
     *,
     job_image: str | None,
     registry: RegistryCredentials | None,
-    log: Any,
+    log: Log,
     run_as: Iterable[RunAs | None] = (),
 ) -> tuple[str | None, dict[str, Any] | None]:
     """(pool id, auto-pool body): checks an existing pool, creates a shared one if missing.
@@ -91,7 +95,9 @@ def prepare_pool(
     return strategy.pool_id, None
 
 
-def _check_created(hook: Any, strategy: BatchPool, registry: RegistryCredentials | None, users: set[str]) -> None:
+def _check_created(
+    hook: AzureBatchHook, strategy: BatchPool, registry: RegistryCredentials | None, users: set[str]
+) -> None:
     """What a pool the provider creates cannot have, and what it needs of the connection."""
     if registry is not None and registry.identity_reference:
         raise AzureBatchValidationError("registry_conn_id", f"(extra identity_reference) {IDENTITY_REFUSED}")
@@ -114,7 +120,7 @@ def _check_created(hook: Any, strategy: BatchPool, registry: RegistryCredentials
         )
 
 
-def _warn_about_size_and_image(strategy: BatchPool, body: dict[str, Any], log: Any) -> None:
+def _warn_about_size_and_image(strategy: BatchPool, body: dict[str, Any], log: Log) -> None:
     catalog = load_catalog()
     if strategy.vm_size is not None and catalog.find(strategy.vm_size) is None:
         close = catalog.close_names(strategy.vm_size)
@@ -130,7 +136,7 @@ def _warn_about_size_and_image(strategy: BatchPool, body: dict[str, Any], log: A
         log.warning("Pool %s: %s", strategy.pool_id or "(auto-pool)", warning)
 
 
-def _secrets(hook: Any, strategy: BatchPool) -> PoolSecrets:
+def _secrets(hook: AzureBatchHook, strategy: BatchPool) -> PoolSecrets:
     """Keys, SAS tokens and passwords from their connections, registered with the secret masker."""
     from airflow_provider_azbatch.compat import mask_secret
 
@@ -162,7 +168,7 @@ def _secrets(hook: Any, strategy: BatchPool) -> PoolSecrets:
     return PoolSecrets(mounts=mounts, passwords=passwords)
 
 
-def _storage_credentials(hook: Any, mount: BlobMount | FileShareMount) -> StorageCredentials:
+def _storage_credentials(hook: AzureBatchHook, mount: BlobMount | FileShareMount) -> StorageCredentials:
     wanted_account = mount.account if isinstance(mount, FileShareMount) else None
     if mount.conn_id is not None:
         credentials = storage_account_from_connection(hook.get_connection(mount.conn_id), wanted_account)
@@ -188,7 +194,7 @@ def _storage_credentials(hook: Any, mount: BlobMount | FileShareMount) -> Storag
     return StorageCredentials(account, settings.storage_account_key)
 
 
-def _check_shared(hook: Any, pool_id: str, body: dict[str, Any], images: list[str], log: Any) -> None:
+def _check_shared(hook: AzureBatchHook, pool_id: str, body: dict[str, Any], images: list[str], log: Log) -> None:
     """An existing shared pool must be the pool this task would create; never silently reused otherwise."""
     existing = hook.get_pool(pool_id)
     if existing is None:
@@ -232,7 +238,7 @@ def _check_shared(hook: Any, pool_id: str, body: dict[str, Any], images: list[st
         )
 
 
-def _update_formula(hook: Any, pool_id: str, found: dict[str, Any], body: dict[str, Any]) -> None:
+def _update_formula(hook: AzureBatchHook, pool_id: str, found: dict[str, Any], body: dict[str, Any]) -> None:
     """The pool's formula and specification hash as this version makes them (its other metadata kept)."""
     wanted_hash = next(item["value"] for item in body["metadata"] if item["name"] == SPEC_METADATA_KEY)
     metadata = [
@@ -243,7 +249,7 @@ def _update_formula(hook: Any, pool_id: str, found: dict[str, Any], body: dict[s
     hook.set_pool_formula(pool_id, body["autoScaleFormula"], [*metadata, (SPEC_METADATA_KEY, wanted_hash)])
 
 
-def _check_existing(hook: Any, strategy: BatchPool, users: set[str], log: Any) -> None:
+def _check_existing(hook: AzureBatchHook, strategy: BatchPool, users: set[str], log: Log) -> None:
     pool_id = strategy.pool_id
     pool = hook.get_pool(pool_id) if pool_id else None
     if pool is None:

@@ -162,28 +162,7 @@ class BatchPool:
     ) -> BatchPool:
         """A named pool shared by DAGs: created from ``requirements`` (or ``vm_size``) if missing, reused if it
         matches everything this task would create it with."""
-        return cls(
-            "shared",
-            pool_id=pool_id,
-            requirements=_requirements(requirements),
-            max_nodes=max_nodes,
-            min_nodes=min_nodes,
-            autoscale=autoscale,
-            task_slots_per_node=task_slots_per_node,
-            container_images=tuple(container_images),
-            start_task=start_task,  # type: ignore[arg-type]
-            vm_size=vm_size,
-            image=image,
-            network=network,
-            mounts=tuple(mounts),
-            users=tuple(users),
-            data_disks=tuple(data_disks),
-            fill=fill,
-            job_order=job_order,
-            metadata=dict(metadata or {}),
-            pool_overrides=pool_overrides or {},
-            spot_fallback=spot_fallback,
-        )
+        return cls._declared("shared", locals())
 
     @classmethod
     def auto(
@@ -210,27 +189,25 @@ class BatchPool:
         spot_fallback: SpotFallback | None = None,
     ) -> BatchPool:
         """A pool made with the job and deleted when it ends (default: ``max_nodes`` fixed nodes)."""
+        declared = locals()
+        declared["auto_pool_prefix"] = declared.pop("prefix")
+        return cls._declared("auto", declared)
+
+    @classmethod
+    def _declared(cls, kind: Kind, parameters: dict[str, Any]) -> BatchPool:
+        """The pool a factory declares: each of its parameters sets the field of the same name (the sequences
+        and mappings copied, the requirements read from a mapping too)."""
+        fields = {name: value for name, value in parameters.items() if name != "cls"}
         return cls(
-            "auto",
-            requirements=_requirements(requirements),
-            max_nodes=max_nodes,
-            min_nodes=min_nodes,
-            autoscale=autoscale,
-            task_slots_per_node=task_slots_per_node,
-            container_images=tuple(container_images),
-            start_task=start_task,  # type: ignore[arg-type]
-            auto_pool_prefix=prefix,
-            vm_size=vm_size,
-            image=image,
-            network=network,
-            mounts=tuple(mounts),
-            users=tuple(users),
-            data_disks=tuple(data_disks),
-            fill=fill,
-            job_order=job_order,
-            metadata=dict(metadata or {}),
-            pool_overrides=pool_overrides or {},
-            spot_fallback=spot_fallback,
+            kind,
+            requirements=_requirements(fields.pop("requirements")),
+            container_images=tuple(fields.pop("container_images")),
+            mounts=tuple(fields.pop("mounts")),
+            users=tuple(fields.pop("users")),
+            data_disks=tuple(fields.pop("data_disks")),
+            metadata=dict(fields.pop("metadata") or {}),
+            pool_overrides=fields.pop("pool_overrides") or {},
+            **fields,
         )
 
     def __post_init__(self) -> None:

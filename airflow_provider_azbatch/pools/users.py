@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_provider_azbatch.pools.errors import PoolStrategyError
 from airflow_provider_azbatch.specs.identity import MAX_USER_NAME
+
+if TYPE_CHECKING:
+    from airflow_provider_azbatch.compat import ConnectionFields
 
 
 @dataclass(frozen=True)
@@ -56,7 +59,7 @@ class PoolUser:
         return body
 
 
-def password_from_connection(user: PoolUser, conn: Any) -> str:
+def password_from_connection(user: PoolUser, conn: ConnectionFields) -> str:
     if conn.login and conn.login != user.name:
         raise PoolStrategyError(
             f"Connection '{conn.conn_id}' (users: PoolUser({user.name!r})): its login {conn.login!r} is not the user's "

@@ -7,7 +7,7 @@ if the delete fails, the finding names the job and how to delete it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from azure.batch import models as batch_models
 from azure.core.exceptions import HttpResponseError, ServiceRequestError, ServiceResponseError
@@ -16,6 +16,9 @@ from airflow_provider_azbatch.hooks.connection import AuthMethod, BatchConnectio
 from airflow_provider_azbatch.hooks.errors import describe_error, error_code, root_cause
 from airflow_provider_azbatch.preflight.fixes import BATCH_DATA_ROLE, Where, assign_role
 from airflow_provider_azbatch.preflight.report import Finding, Identity, failed, ok
+
+if TYPE_CHECKING:
+    from azure.batch import BatchClient
 
 # How long the throw-away job may take to be deleted before the check moves on (deletion goes on without it).
 DELETE_WAIT_SECONDS = 60.0
@@ -30,7 +33,9 @@ def refused_the_identity(exc: BaseException) -> bool:
     return error_code(exc) in ("AuthorizationFailure", "InsufficientAccountPermissions")
 
 
-def list_jobs(client: Any, settings: BatchConnectionSettings, where: Where, identity: Identity | None) -> list[Finding]:
+def list_jobs(
+    client: BatchClient, settings: BatchConnectionSettings, where: Where, identity: Identity | None
+) -> list[Finding]:
     """Authentication and the first read: ``[authentication, batch.list_jobs]`` findings (one when unreachable)."""
     try:
         next(iter(client.list_jobs(max_results=1, select=["id"])), None)
@@ -54,7 +59,7 @@ def list_jobs(client: Any, settings: BatchConnectionSettings, where: Where, iden
     return [_authenticated(settings, where, identity), ok(LIST_JOBS, "jobs can be listed")]
 
 
-def create_and_delete_job(client: Any, where: Where, identity: Identity | None, name: str) -> list[Finding]:
+def create_and_delete_job(client: BatchClient, where: Where, identity: Identity | None, name: str) -> list[Finding]:
     """``[batch.create_job, batch.delete_job]`` of a throw-away job ``name`` (deleted whatever happens)."""
     job = batch_models.BatchJobCreateOptions(
         id=name,
@@ -72,7 +77,7 @@ def create_and_delete_job(client: Any, where: Where, identity: Identity | None, 
     return [created, _delete(client, name, where)]
 
 
-def _delete(client: Any, name: str, where: Where) -> Finding:
+def _delete(client: BatchClient, name: str, where: Where) -> Finding:
     manual = (
         f"delete it: airflow azbatch jobs cancel {name} --delete --yes (or az batch job delete --job-id {name} "
         f"--account-name {where.account_name} --account-endpoint {where.account_url} --yes)"
@@ -95,7 +100,7 @@ def _delete(client: Any, name: str, where: Where) -> Finding:
     return ok(DELETE_JOB, f"job {name} deleted")
 
 
-def check_existing_pool(client: Any, pool_id: str, label: str, where: Where) -> Finding:
+def check_existing_pool(client: BatchClient, pool_id: str, label: str, where: Where) -> Finding:
     """An existing pool a task names must exist (and not be on its way out)."""
     check = f"pool[{label}].exists"
     try:

@@ -214,15 +214,7 @@ def quota_finding(target: PoolTarget, view: AccountView, where: Where) -> Findin
         return unknown(check, f"the VM family and vCPUs of {target.vm_size} are unknown: {reason}", fix=fix)
     need = sku.vcpus * target.max_nodes
     nodes = f"{target.max_nodes} node{'s' if target.max_nodes != 1 else ''} x {sku.vcpus} vCPUs of {sku.name}"
-    if target.low_priority:
-        kind, limit = "spot", account.low_priority_core_quota
-        family = "any family"
-    else:
-        kind, family = "dedicated", sku.family
-        per_family = {name.lower(): quota for name, quota in account.family_quotas.items()}
-        family_quota = per_family.get(sku.family.lower(), 0 if account.family_quotas_enforced else None)
-        limits = [quota for quota in (family_quota, account.dedicated_core_quota) if quota is not None]
-        limit = min(limits) if limits else None
+    kind, family, limit = _limit(account, sku, target.low_priority)
     if limit is None:
         return unknown(check, f"the account reports no {kind} vCPU quota", fix="look at the account's Quotas page")
     if need > limit:
@@ -232,10 +224,69 @@ def quota_finding(target: PoolTarget, view: AccountView, where: Where) -> Findin
             check,
             f"the pool needs {need} {kind} vCPUs ({nodes}, family {sku.family}); Batch account "
             f"'{account.name}' has a quota of {limit} for {family}",
-            fix=f"request at least {need} {kind} vCPUs for {sku.family} (Azure portal, the Batch account, Quotas, "
-            f"Request quota increase; the quota is per Batch account, not the subscription's){lower}",
+            fix=f"{_request(need, kind, sku.family)}{lower}",
         )
     return ok(
         check,
         f"needs {need} of the account's {limit} {kind} vCPUs for {family} ({nodes}; shared with its other pools)",
+    )
+
+
+def family_findings(targets: Sequence[PoolTarget], view: AccountView) -> list[Finding]:
+    """The vCPUs of the pools that share a quota, summed: a family's dedicated vCPUs, or the spot vCPUs of all.
+
+    A line only where two pools or more share one: each pool's own line says whether it fits alone.
+    """
+    account, skus = view.account, view.skus
+    if isinstance(account, Unreadable) or not isinstance(skus, dict) or account.pool_allocation_mode != BATCH_SERVICE:
+        return []
+    shared: dict[tuple[str, str], list[tuple[PoolTarget, VmSku]]] = {}
+    for target in targets:
+        sku = skus.get((target.vm_size or "").lower())
+        if target.problem is None and target.unknown_because is None and sku is not None and sku.vcpus:
+            kind, family, _ = _limit(account, sku, target.low_priority)
+            shared.setdefault((kind, family), []).append((target, sku))
+    findings = []
+    for (kind, family), pools in shared.items():
+        if len(pools) < 2:
+            continue
+        _, _, limit = _limit(account, pools[0][1], pools[0][0].low_priority)
+        need = sum(int(sku.vcpus or 0) * target.max_nodes for target, sku in pools)
+        labels = "; ".join(f"{target.label}: {int(sku.vcpus or 0) * target.max_nodes}" for target, sku in pools)
+        check = f"quota[{family if kind == 'dedicated' else 'spot'}]"
+        if limit is None:
+            continue
+        if need > limit:
+            findings.append(
+                failed(
+                    check,
+                    f"{len(pools)} pools need {need} {kind} vCPUs of {family} together at their largest ({labels}); "
+                    f"Batch account '{account.name}' has a quota of {limit}",
+                    fix=f"{_request(need, kind, family)}, or lower the pools' max_nodes",
+                )
+            )
+        else:
+            findings.append(
+                ok(
+                    check,
+                    f"{len(pools)} pools need {need} of the {limit} {kind} vCPUs for {family} together ({labels})",
+                )
+            )
+    return findings
+
+
+def _limit(account: BatchAccountInfo, sku: VmSku, low_priority: bool) -> tuple[str, str, int | None]:
+    """The quota a pool of ``sku`` counts against: (dedicated or spot, what it covers, the vCPUs)."""
+    if low_priority:
+        return "spot", "any family", account.low_priority_core_quota
+    per_family = {name.lower(): quota for name, quota in account.family_quotas.items()}
+    family_quota = per_family.get(sku.family.lower(), 0 if account.family_quotas_enforced else None)
+    limits = [quota for quota in (family_quota, account.dedicated_core_quota) if quota is not None]
+    return "dedicated", sku.family, min(limits) if limits else None
+
+
+def _request(need: int, kind: str, family: str) -> str:
+    return (
+        f"request at least {need} {kind} vCPUs for {family} (Azure portal, the Batch account, Quotas, Request quota "
+        "increase; the quota is per Batch account, not the subscription's)"
     )

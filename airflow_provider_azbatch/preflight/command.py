@@ -1,5 +1,6 @@
 """``airflow azbatch check``: the preflight of a connection, printed (the command group in ``cli/definition.py``
-names it by its path).
+names it by its path). With no --dag-file, --requirements or --vm-size it checks the DAGs folder's Batch tasks
+(``[core] dags_folder``), unless --no-dags.
 
 Exit codes: 0 ready; 1 something a run needs is missing (with ``--strict``, also something that could not be
 read); 2 wrong arguments.
@@ -26,11 +27,17 @@ def check_command(args: Namespace) -> None:
     # stdout is the report (text, or JSON for a script): log lines go to stderr.
     redirect_stdout_log_handlers_to_stderr()
     pools = _pools(args)
+    dags_folder = None
+    if args.dag_file is None and not pools and not args.no_dags:
+        from airflow_provider_azbatch.preflight.dags import configured_dags_folder
+
+        dags_folder = configured_dags_folder()
     # Parsing a DAG file logs through Airflow's own loggers, some of which print to stdout whatever its handlers.
     with _stdout_to_stderr():
         report = check(
             args.conn_id,
             dag_file=args.dag_file,
+            dags_folder=dags_folder,
             dag_ids=args.dag_id or (),
             pools=pools,
             require_storage=args.require_storage,

@@ -12,6 +12,7 @@ from airflow_provider_azbatch.preflight.report import Identity
 BATCH_DATA_ROLE = "Azure Batch Data Contributor"
 BLOB_DATA_ROLE = "Storage Blob Data Contributor"
 READER_ROLE = "Reader"
+NETWORK_ROLE = "Network Contributor"
 
 
 @dataclass
@@ -67,3 +68,10 @@ def assign_role(role: str, identity: Identity | None, scope: str) -> str:
 
 def storage_scope(storage_account: str) -> str:
     return f"$(az storage account show --name {storage_account} --query id --output tsv)"
+
+
+def resource_group_of(resource_id: str) -> str:
+    """The resource group an ARM id names, or a placeholder."""
+    parts = resource_id.split("/")
+    lowered = [part.lower() for part in parts]
+    return parts[lowered.index("resourcegroups") + 1] if "resourcegroups" in lowered else "<resource group>"

@@ -6,7 +6,7 @@ import contextlib
 import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit
 
 from azure.core.exceptions import (
@@ -19,26 +19,32 @@ from azure.core.exceptions import (
 from airflow_provider_azbatch import config
 from airflow_provider_azbatch.compat import AirflowNotFoundException
 from airflow_provider_azbatch.hooks.connection import AuthMethod, BatchConnectionSettings, ConnectionConfigError
-from airflow_provider_azbatch.hooks.credentials import build_credential, default_credential
-from airflow_provider_azbatch.hooks.management import BatchAccountInfo, ResourceManager
+from airflow_provider_azbatch.hooks.credentials import build_credential
 from airflow_provider_azbatch.pools.strategy import BatchPool
 from airflow_provider_azbatch.preflight import batch_access, capacity
-from airflow_provider_azbatch.preflight.capacity import AccountView, Unreadable
-from airflow_provider_azbatch.preflight.fixes import READER_ROLE, Where, assign_role
+from airflow_provider_azbatch.preflight.capacity import AccountView, Unreadable, family_findings
+from airflow_provider_azbatch.preflight.dags import targets_of_file, targets_of_folder
+from airflow_provider_azbatch.preflight.fixes import Where
 from airflow_provider_azbatch.preflight.identity import shared_key_identity, token_claims, token_identity
-from airflow_provider_azbatch.preflight.report import Identity, PreflightReport, Status, failed, ok, unknown, warning
+from airflow_provider_azbatch.preflight.management import ManagementCredential, account_view, management_session
+from airflow_provider_azbatch.preflight.network import network_findings
+from airflow_provider_azbatch.preflight.report import Identity, PreflightReport, Status, failed, ok, unknown
 from airflow_provider_azbatch.preflight.storage_access import check_storage
-from airflow_provider_azbatch.preflight.targets import PoolTarget, Targets, targets_of_dags, targets_of_pools
+from airflow_provider_azbatch.preflight.targets import PoolTarget, Targets, targets_of_pools
 
-ManagementCredential = Literal["connection", "default"]
+if TYPE_CHECKING:
+    from azure.core.credentials import TokenCredential
+
+    from airflow_provider_azbatch.hooks.credentials import BatchCredential
+
 CONNECTION = "connection"
-DAG_FILE = "dag_file"
 
 
 def check(
     conn_id: str | None = None,
     *,
     dag_file: str | Path | None = None,
+    dags_folder: str | Path | None = None,
     dag_ids: Sequence[str] = (),
     pools: Iterable[BatchPool] | Mapping[str, BatchPool] = (),
     require_storage: bool = False,
@@ -50,13 +56,17 @@ def check(
         commands read one (environment, secrets backends, metadata database).
     :param dag_file: a DAG file whose Batch tasks' pools are checked (image, VM size, quota; existing pools
         exist) and whose storage needs decide whether a missing storage account fails the check.
-    :param dag_ids: only these DAGs of ``dag_file`` (default: every DAG it defines).
+    :param dags_folder: a DAGs folder, read as the DAG processor reads it (``.airflowignore``, ``[core]
+        dag_discovery_safe_mode``), whose every Batch task is checked as ``dag_file``'s are; ``airflow azbatch
+        check`` gives ``[core] dags_folder`` unless told ``--no-dags`` or other pools. ``dag_file`` wins.
+    :param dag_ids: only these DAGs of ``dag_file`` or ``dags_folder`` (default: every DAG).
     :param pools: ``BatchPool`` values to check as well (``existing``, ``shared`` or ``auto``), or a mapping of
         labels (how the findings name each pool) to them.
     :param require_storage: a missing storage account fails the check even when no task checked needs one.
-    :param management_credential: how to read the account's quotas and the region's VM sizes from Resource
-        Manager: ``connection`` (its Entra ID credential; a shared key cannot) or ``default``
-        (``DefaultAzureCredential``: ``az login``, a managed identity, ``AZURE_*`` variables).
+    :param management_credential: how to read the account's quotas, the region's VM sizes and the networks
+        (the storage account's network rules, the pools' subnets) from Resource Manager: ``connection`` (its
+        Entra ID credential; a shared key cannot) or ``default`` (``DefaultAzureCredential``: ``az login``, a
+        managed identity, ``AZURE_*`` variables).
     :return: the findings; ``report.ok`` is False when something a run needs is missing.
     """
     conn_id = conn_id or config.get_str("default_conn_id")
@@ -80,10 +90,36 @@ def check(
             f"{settings.account_url}",
         )
     )
-    targets = _targets(report, dag_file, dag_ids, pools)
+    targets, dags_read = _targets(report, dag_file, dags_folder, dag_ids, pools)
     name = f"azbatch-check-{secrets.token_hex(4)}"
+    credential = _credential(report, settings)
+    if credential is None:
+        return report
     try:
-        credential = build_credential(settings)
+        report.identity = _identity(report, settings, credential, account_name)
+        images: list[Any] | Unreadable = capacity.REFUSED
+        if report.identity is not None:
+            images = _batch(report, settings, credential, where, targets, name)
+        storage_users = _storage_users(targets, dags_read, require_storage)
+        for finding in check_storage(settings, report.identity, name, storage_users):
+            report.add(finding)
+        created = [target for target in targets.pools if target.kind != "existing"]
+        with management_session(settings, credential, where, report.identity, management_credential) as management:
+            if created:
+                _capacity(report, account_view(management, settings, where), where, created, images)
+            for finding in network_findings(management, where, settings.storage_account_url, created, storage_users):
+                report.add(finding)
+    finally:
+        close = getattr(credential, "close", None)
+        if close is not None:
+            with contextlib.suppress(Exception):
+                close()
+    return report
+
+
+def _credential(report: PreflightReport, settings: BatchConnectionSettings) -> BatchCredential | None:
+    try:
+        credential: BatchCredential = build_credential(settings)
     except (ValueError, OSError) as exc:  # a certificate that cannot be read, for one
         report.add(
             failed(
@@ -92,27 +128,16 @@ def check(
                 fix=settings.credentials_hint(),
             )
         )
-        return report
-    try:
-        report.identity = _identity(report, settings, credential, account_name)
-        images: list[Any] | Unreadable = capacity.REFUSED
-        if report.identity is not None:
-            images = _batch(report, settings, credential, where, targets, name)
-        # Which tasks need storage is known from a DAG file only (pools given alone say nothing of their tasks).
-        storage_users = targets.storage_users if dag_file is not None else None
-        if require_storage and not storage_users:
-            storage_users = ["the checked runs (--require-storage)"]
-        for finding in check_storage(settings, report.identity, name, storage_users):
-            report.add(finding)
-        created = [target for target in targets.pools if target.kind != "existing"]
-        if created:
-            _capacity(report, settings, credential, where, created, images, management_credential)
-    finally:
-        close = getattr(credential, "close", None)
-        if close is not None:
-            with contextlib.suppress(Exception):
-                close()
-    return report
+        return None
+    return credential
+
+
+def _storage_users(targets: Targets, dags_read: bool, require_storage: bool) -> list[str] | None:
+    """The tasks that need a storage account; None when not known (pools given alone say nothing of their tasks)."""
+    users = targets.storage_users if dags_read else None
+    if require_storage and not users:
+        return ["the checked runs (--require-storage)"]
+    return users
 
 
 def _settings(conn_id: str, report: PreflightReport) -> BatchConnectionSettings | None:
@@ -154,66 +179,33 @@ def _region_of(account_url: str) -> str | None:
 def _targets(
     report: PreflightReport,
     dag_file: str | Path | None,
+    dags_folder: str | Path | None,
     dag_ids: Sequence[str],
     pools: Iterable[BatchPool] | Mapping[str, BatchPool],
-) -> Targets:
+) -> tuple[Targets, bool]:
+    """What to check, and whether the DAGs were read (then which tasks need storage is known)."""
     targets = targets_of_pools(pools)
-    if dag_file is None:
-        return targets
-    from airflow_provider_azbatch.compat import dags_in_file
-
-    path = Path(dag_file)
-    if not path.is_file():
-        report.add(failed(DAG_FILE, f"there is no file {path}", fix="give the path of a DAG file (--dag-file)"))
-        return targets
-    dags, errors = dags_in_file(str(path))
-    if errors:
-        first = next(iter(errors.values())).strip().splitlines()
-        report.add(
-            failed(
-                DAG_FILE,
-                f"{path} does not import: {first[-1] if first else 'an import error'}",
-                fix=f"fix the DAG file (python {path} shows the whole error), then check again",
-            )
-        )
-        return targets
-    missing = sorted(set(dag_ids) - set(dags))
-    if missing:
-        report.add(
-            failed(
-                DAG_FILE,
-                f"{path} defines no DAG {', '.join(missing)} (it defines {', '.join(sorted(dags)) or 'none'})",
-                fix="name a DAG the file defines (--dag-id), or leave --dag-id out to check them all",
-            )
-        )
-        return targets
-    chosen = [dags[dag_id] for dag_id in sorted(dags) if not dag_ids or dag_id in dag_ids]
-    from_dags = targets_of_dags(chosen)
-    if not from_dags.batch_tasks:
-        report.add(
-            warning(
-                DAG_FILE,
-                f"{path} has no Batch task (AzureBatchJobOperator, @task.azure_batch, AzureBatchTorchXOperator)",
-                fix="give the DAG file whose Batch tasks should be checked",
-            )
-        )
+    if dag_file is not None:
+        from_dags = targets_of_file(report, Path(dag_file), dag_ids)
+    elif dags_folder is not None:
+        from_dags = targets_of_folder(report, Path(dags_folder), dag_ids)
     else:
-        report.add(
-            ok(DAG_FILE, f"{path}: {from_dags.batch_tasks} Batch task(s), {len(from_dags.pools)} pool(s) to check")
-        )
+        return targets, False
+    if from_dags is None:
+        return targets, False
     targets.pools += from_dags.pools
     targets.storage_users += from_dags.storage_users
     targets.batch_tasks += from_dags.batch_tasks
-    return targets
+    return targets, True
 
 
 def _identity(
-    report: PreflightReport, settings: BatchConnectionSettings, credential: Any, account_name: str
+    report: PreflightReport, settings: BatchConnectionSettings, credential: BatchCredential, account_name: str
 ) -> Identity | None:
     if settings.auth_method is AuthMethod.SHARED_KEY:
         return shared_key_identity(account_name)
     try:
-        token = credential.get_token(settings.token_scope)
+        token = cast("TokenCredential", credential).get_token(settings.token_scope)  # not a shared key (above)
     except ClientAuthenticationError as exc:
         message = str(exc.message if getattr(exc, "message", None) else exc).strip().splitlines()
         report.add(
@@ -231,7 +223,7 @@ def _identity(
 def _batch(
     report: PreflightReport,
     settings: BatchConnectionSettings,
-    credential: Any,
+    credential: BatchCredential,
     where: Where,
     targets: Targets,
     name: str,
@@ -263,14 +255,11 @@ def _batch(
 
 def _capacity(
     report: PreflightReport,
-    settings: BatchConnectionSettings,
-    credential: Any,
+    view: AccountView,
     where: Where,
     targets: Sequence[PoolTarget],
     images: list[Any] | Unreadable,
-    management_credential: ManagementCredential,
 ) -> None:
-    view = _account_view(settings, credential, where, report.identity, management_credential)
     report.add(capacity.account_finding(view, where))
     for target in targets:
         if target.problem is not None:
@@ -295,81 +284,5 @@ def _capacity(
         report.add(capacity.image_finding(target, images, where))
         report.add(capacity.vm_size_finding(target, view, where))
         report.add(capacity.quota_finding(target, view, where))
-
-
-def _account_view(
-    settings: BatchConnectionSettings,
-    connection_credential: Any,
-    where: Where,
-    identity: Identity | None,
-    management_credential: ManagementCredential,
-) -> AccountView:
-    cloud = settings.cloud
-    if not cloud.resource_manager_url:
-        return AccountView(
-            Unreadable(
-                "the connection's custom cloud names no Resource Manager",
-                "set resource_manager_url on the connection (the cloud's Resource Manager endpoint)",
-            )
-        )
-    if management_credential == "default":
-        credential = default_credential(settings)
-        identity = None  # another identity than the connection's: its object id is not known here
-    elif settings.auth_method is AuthMethod.SHARED_KEY:
-        return AccountView(
-            Unreadable(
-                "a shared key does not reach Resource Manager, where the quotas and the region's VM sizes are",
-                "check again with --management-credential default (DefaultAzureCredential: az login, a managed "
-                "identity, AZURE_* variables), or with an Entra ID connection",
-            )
-        )
-    else:
-        credential = connection_credential
-    if not settings.subscription_id:
-        return AccountView(
-            Unreadable(
-                "the connection names no subscription_id",
-                f"set subscription_id (and resource_group) on the connection: az batch account show --name "
-                f"{where.account_name} --resource-group <its group> --query id",
-            )
-        )
-    try:
-        with ResourceManager(
-            cloud.resource_manager_url, credential, cloud.resource_manager_scope, ca_bundle=settings.ca_bundle
-        ) as manager:
-            view = AccountView(_read_account(manager, settings, where, identity))
-            account = view.account
-            if not isinstance(account, Unreadable):
-                where.learn(account)
-                try:
-                    view.skus = {
-                        sku.name.lower(): sku for sku in manager.vm_skus(settings.subscription_id, account.location)
-                    }
-                except Exception as exc:
-                    view.skus = capacity.arm_problem(
-                        exc, f"the VM sizes of region {account.location}", identity, where, where.subscription_scope
-                    )
-    finally:
-        if credential is not connection_credential:
-            with contextlib.suppress(Exception):
-                credential.close()
-    return view
-
-
-def _read_account(
-    manager: ResourceManager, settings: BatchConnectionSettings, where: Where, identity: Identity | None
-) -> BatchAccountInfo | Unreadable:
-    subscription = settings.subscription_id or ""
-    try:
-        if settings.resource_group:
-            return manager.batch_account(subscription, settings.resource_group, where.account_name)
-        found = manager.find_batch_account(subscription, settings.account_url)
-    except Exception as exc:
-        return capacity.arm_problem(exc, "the Batch account", identity, where, where.account_scope)
-    if found is None:
-        return Unreadable(
-            f"subscription {subscription} has no Batch account at {settings.account_url} that the identity may read",
-            f"set resource_group on the connection, and assign the identity {READER_ROLE} on the account: "
-            f"{assign_role(READER_ROLE, identity, where.account_scope)}",
-        )
-    return found
+    for finding in family_findings(targets, view):
+        report.add(finding)

@@ -1,15 +1,15 @@
 """The connection's storage account, as a run uses it: a container created, a blob written, read back and
 deleted, and a SAS the credential signs (with the account key, or a user delegation key for Entra ID) read.
 
-The container (``azbatch-check-<random>``) is deleted whatever happens after its creation.
+The container (``azbatch-check-<random>``) is deleted whatever happens after its creation; a container that
+could not be deleted is reported (``storage.cleanup``), with the command that deletes it.
 """
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Sequence
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING
 
 from azure.core.exceptions import (
     ClientAuthenticationError,
@@ -25,8 +25,12 @@ from airflow_provider_azbatch.hooks.storage import BlobStorage, storage_account_
 from airflow_provider_azbatch.preflight.fixes import BLOB_DATA_ROLE, assign_role, storage_scope
 from airflow_provider_azbatch.preflight.report import Finding, Identity, failed, ok, warning
 
+if TYPE_CHECKING:
+    from azure.storage.blob import BlobServiceClient
+
 ACCOUNT = "storage.account"
 CONTAINER = "storage.container"
+CLEANUP = "storage.cleanup"
 BLOB = "storage.blob"
 SAS = "storage.sas"
 NEEDED_FOR = "Workspaces, @task.azure_batch, Blob inputs and outputs and uploaded task logs"
@@ -66,12 +70,33 @@ def check_storage(
         try:
             findings += _blob_and_sas(storage, service, identity, name)
         finally:
-            with contextlib.suppress(HttpResponseError, ServiceRequestError, ServiceResponseError):
-                service.delete_container(name)
+            left = _container_left(storage, service, name)
+            if left is not None:
+                findings.append(left)
     return findings
 
 
-def _blob_and_sas(storage: BlobStorage, service: Any, identity: Identity | None, name: str) -> list[Finding]:
+def _container_left(storage: BlobStorage, service: BlobServiceClient, name: str) -> Finding | None:
+    """The container deleted (None), or the line saying it is left behind and how to delete it."""
+    try:
+        service.delete_container(name)
+    except ResourceNotFoundError:
+        return None
+    except (HttpResponseError, ServiceRequestError, ServiceResponseError) as exc:
+        why = root_cause(exc) if not isinstance(exc, HttpResponseError) else _describe(exc)
+        return warning(
+            CLEANUP,
+            f"container {name} of storage account '{storage.account_name}' could not be deleted and is left behind: "
+            f"{why}",
+            fix=f"delete it: az storage container delete --name {name} --account-name {storage.account_name} "
+            "--auth-mode login",
+        )
+    return None
+
+
+def _blob_and_sas(
+    storage: BlobStorage, service: BlobServiceClient, identity: Identity | None, name: str
+) -> list[Finding]:
     data = f"airflow azbatch check {name}\n".encode()
     blob = service.get_blob_client(name, BLOB_NAME)
     try:

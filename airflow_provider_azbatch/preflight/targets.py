@@ -10,12 +10,15 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_provider_azbatch.pools.errors import PoolStrategyError
 from airflow_provider_azbatch.pools.ready import task_images
 from airflow_provider_azbatch.pools.strategy import BatchPool
 from airflow_provider_azbatch.submission.request import JobRequest, holds_template
+
+if TYPE_CHECKING:
+    from airflow_provider_azbatch.operators.job import AzureBatchJobOperator
 
 
 @dataclass(frozen=True)
@@ -30,6 +33,8 @@ class PoolTarget:
     node_agent: str | None = None
     max_nodes: int = 1
     low_priority: bool = False
+    # The virtual network subnet its nodes join (networkConfiguration.subnetId), if any.
+    subnet_id: str | None = None
     # Why the pool cannot be known before the run (a template, a TorchX app's roles), or cannot be made at all.
     unknown_because: str | None = None
     problem: str | None = None
@@ -38,7 +43,16 @@ class PoolTarget:
     def key(self) -> tuple[Any, ...]:
         """Pools made the same way are checked once."""
         image = tuple(sorted(self.image.items()))
-        return (self.kind, self.pool_id, self.vm_size, image, self.node_agent, self.max_nodes, self.low_priority)
+        return (
+            self.kind,
+            self.pool_id,
+            self.vm_size,
+            image,
+            self.node_agent,
+            self.max_nodes,
+            self.low_priority,
+            self.subnet_id,
+        )
 
 
 @dataclass
@@ -77,6 +91,7 @@ def pool_target(
         node_agent=str(vm_config["nodeAgentSKUId"]),
         max_nodes=strategy.max_nodes,
         low_priority=low_priority,
+        subnet_id=(body.get("networkConfiguration") or {}).get("subnetId"),
     )
 
 
@@ -117,7 +132,9 @@ def targets_of_dags(dags: Iterable[Any]) -> Targets:
     return found
 
 
-def _batch_operator(task: Any, base: type) -> Any:
+def _batch_operator(
+    task: object, base: type[AzureBatchJobOperator]
+) -> AzureBatchJobOperator | type[AzureBatchJobOperator] | None:
     """The task itself if it is a Batch job operator (or TaskFlow's), its class for a mapped one, else None."""
     if isinstance(task, base):
         return task
@@ -127,7 +144,9 @@ def _batch_operator(task: Any, base: type) -> Any:
     return None
 
 
-def _task_target(operator: Any, task: Any, label: str) -> tuple[PoolTarget, bool]:
+def _task_target(
+    operator: AzureBatchJobOperator | type[AzureBatchJobOperator], task: object, label: str
+) -> tuple[PoolTarget, bool]:
     if isinstance(operator, type):  # mapped: only what .partial() fixed is known before the run
         kwargs = dict(getattr(task, "partial_kwargs", {}) or {})
         strategy = kwargs.get("batch_pool")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from airflow_provider_azbatch.compute import VmCatalog
@@ -102,6 +102,8 @@ class IdlePool:
     paid_node_seconds: float
     hourly_usd: float | None
     how: str  # "node time" (a pool made for the job: exact) or "sampled" (see watching/idle_time.py)
+    # Sampled: the first and last sample (epoch seconds), the span the figures cover.
+    sampled: tuple[float, float] | None = None
 
     @property
     def idle_usd(self) -> float | None:
@@ -114,6 +116,7 @@ class IdlePool:
             "paid_node_seconds": round(self.paid_node_seconds, 1),
             "idle_usd": None if self.idle_usd is None else round(self.idle_usd, 6),
             "how": self.how,
+            **({"from": _iso(self.sampled[0]), "to": _iso(self.sampled[1])} if self.sampled else {}),
         }
 
     def line(self) -> str:
@@ -149,7 +152,12 @@ def sampled_idle_pool(pool_id: str, record: Mapping[str, Any], vm_size: str | No
         sum(record["paid_seconds"].values()),
         hourly,
         "sampled",
+        (record["first"], record["at"]) if record.get("at") is not None else None,
     )
+
+
+def _iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, timezone.utc).isoformat()
 
 
 def auto_pool_idle(pool_id: str, report: CostReport) -> IdlePool:
@@ -207,18 +215,14 @@ def auto_pool_cost(
     node_seconds: dict[str, float] = defaultdict(float)
     for node in nodes:
         node_seconds["dedicated" if node.dedicated else "spot"] += node.seconds
-    hourly = _hourly(catalog, vm_size)
-    paid = sum(node_seconds.values())
-    return CostReport(
-        basis="node time",
-        vm_size=vm_size,
-        region=catalog.region,
-        prices_date=catalog.retrieved,
-        node_seconds=dict(node_seconds),
+    return _priced(
+        "node time",
+        vm_size,
+        catalog,
+        node_seconds,
+        sum(node_seconds.values()),
         task_seconds=sum(o.duration_seconds or 0.0 for o in outcomes),
         busy_node_seconds=_busy_seconds(outcomes),
-        estimate_usd=None if hourly is None else paid / 3600 * hourly,
-        hourly_usd=hourly,
     )
 
 
@@ -241,15 +245,37 @@ def shared_pool_cost(
         slot_seconds += seconds * slots
         priority = "dedicated" if dedicated_nodes.get(outcome.node_id or "", True) else "spot"
         node_seconds[priority] += seconds * slots / slots_per_node
+    return _priced(
+        "task time per slot",
+        vm_size,
+        catalog,
+        node_seconds,
+        slot_seconds,
+        per_node=slots_per_node,
+        task_seconds=task_seconds,
+        slots_per_node=slots_per_node,
+    )
+
+
+def _priced(
+    basis: str,
+    vm_size: str,
+    catalog: VmCatalog,
+    node_seconds: Mapping[str, float],
+    paid_seconds: float,
+    *,
+    per_node: int = 1,
+    **measured: Any,
+) -> CostReport:
+    """The report of ``paid_seconds`` of nodes (or of slots, ``per_node`` to a node) at the catalog's price."""
     hourly = _hourly(catalog, vm_size)
     return CostReport(
-        basis="task time per slot",
+        basis=basis,
         vm_size=vm_size,
         region=catalog.region,
         prices_date=catalog.retrieved,
         node_seconds=dict(node_seconds),
-        task_seconds=task_seconds,
-        estimate_usd=None if hourly is None else slot_seconds / 3600 * hourly / slots_per_node,
+        estimate_usd=None if hourly is None else paid_seconds / 3600 * hourly / per_node,
         hourly_usd=hourly,
-        slots_per_node=slots_per_node,
+        **measured,
     )

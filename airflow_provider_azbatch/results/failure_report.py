@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from airflow_provider_azbatch.model import reads as read
 from airflow_provider_azbatch.model.outcomes import JobOutcomes, TaskOutcome
 from airflow_provider_azbatch.model.records import STDERR, FileEnd
+from airflow_provider_azbatch.model.verdict import ALL_TASKS_COMPLETE, MAX_WALL_CLOCK, TASK_FAILED
 from airflow_provider_azbatch.watching.blocking import NAMED_TASKS, Blocked
-from airflow_provider_azbatch.watching.calls import Call, Step
+from airflow_provider_azbatch.watching.calls import Step
 
 # Failed tasks quoted (with their stderr) in the error message.
 MAX_FAILURES_QUOTED = 5
@@ -17,10 +19,6 @@ STDERR_TAIL_BYTES = 256 * 1024
 
 # How much of the end of a job preparation task's stderr is read.
 TAIL_BYTES = 64 * 1024
-# Terminate reasons of the provider's own, when the watch found that nothing more could run.
-BLOCKED_BY_DEPENDENCIES = "TasksBlockedByFailures"
-BLOCKED_BY_PREPARATION = "JobPreparationFailed"
-BLOCKED_REASONS = {"dependencies": BLOCKED_BY_DEPENDENCIES, "preparation": BLOCKED_BY_PREPARATION}
 # Task ids named in one line of the report.
 NAMED_PER_LINE = 20
 
@@ -40,14 +38,14 @@ def _cause(
         pool = next((node.get("pool_id") for node in blocked.nodes if node.get("pool_id")), None)
         where = f"every node of pool {pool}" if pool else "every node"
         return f"its job preparation task failed on {where}: the job was terminated"
-    if terminate_reason == "MaxWallClockTimeExpiry":
+    if terminate_reason == MAX_WALL_CLOCK:
         return "the job hit its maximum wall clock time and was terminated"
-    if terminate_reason == "TaskFailed":
+    if terminate_reason == TASK_FAILED:
         task = f"task '{first_failure}'" if first_failure else "a task"
         if fail_fast:
             return f"fail_fast: {task} failed and the job was terminated"
         return f"the exit conditions of {task} terminated the job"
-    if terminate_reason and terminate_reason != "AllTasksComplete":
+    if terminate_reason and terminate_reason != ALL_TASKS_COMPLETE:
         return f"the job was terminated: {terminate_reason}"
     return None
 
@@ -121,7 +119,7 @@ def side_task_failures(runs: list[dict[str, Any]], tail_lines: int, kind: str = 
     (``runs``: :meth:`~.blocking.SideTaskRun.to_json` of each)."""
     runs = [run for run in runs if run.get("pool_id") and run.get("task_root")]
     calls = [
-        Call("read_node_file_tail", (run["pool_id"], run["node_id"], f"{run['task_root']}/{STDERR}", TAIL_BYTES))
+        read.read_node_file_tail(run["pool_id"], run["node_id"], f"{run['task_root']}/{STDERR}", TAIL_BYTES)
         for run in runs
     ]
     tails = (yield calls) if tail_lines and calls else [None] * len(runs)
@@ -141,15 +139,15 @@ def side_task_failures(runs: list[dict[str, Any]], tail_lines: int, kind: str = 
 
 def _stderr_tails(job_id: str, task_ids: list[str], log_location: dict[str, str] | None) -> Step[dict[str, FileEnd]]:
     """The end of each task's stderr: from its node, else from what it uploaded to Blob."""
-    ends = yield [Call("read_task_file_tail", (job_id, task, STDERR, STDERR_TAIL_BYTES)) for task in task_ids]
+    ends = yield [read.read_task_file_tail(job_id, task, STDERR, STDERR_TAIL_BYTES) for task in task_ids]
     pairs = list(zip(task_ids, ends, strict=True))
     found: dict[str, FileEnd] = {task: end for task, end in pairs if isinstance(end, FileEnd)}
     gone = [task for task, end in pairs if end is None]
     if gone and log_location:
-        sizes = yield [Call("get_uploaded_log_size", (log_location, job_id, task, STDERR)) for task in gone]
+        sizes = yield [read.get_uploaded_log_size(log_location, job_id, task, STDERR) for task in gone]
         sized = [(task, size) for task, size in zip(gone, sizes, strict=True) if isinstance(size, int) and size > 0]
         reads: list[Any] = yield [
-            Call("read_uploaded_log", (log_location, job_id, task, STDERR, max(0, size - STDERR_TAIL_BYTES), size - 1))
+            read.read_uploaded_log(log_location, job_id, task, STDERR, max(0, size - STDERR_TAIL_BYTES), size - 1)
             for task, size in sized
         ]
         for (task, size), data in zip(sized, reads, strict=True):

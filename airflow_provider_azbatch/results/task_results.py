@@ -11,9 +11,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from airflow_provider_azbatch.model import reads as read
 from airflow_provider_azbatch.model.records import FileEnd
 from airflow_provider_azbatch.submission.job import RESULT_FILES_DIR
-from airflow_provider_azbatch.watching.calls import Call, Step
+from airflow_provider_azbatch.watching.calls import Step
 
 # The working directory of a task, as the task file API names it.
 WORKING_DIR = "wd"
@@ -32,7 +33,7 @@ def read_results(
 ) -> Step[dict[str, Any]]:
     """The JSON value of each task's result file (``wanted``: task id -> path in its working directory)."""
     tasks = list(wanted)
-    ends = yield [Call("read_task_file_tail", (job_id, t, f"{WORKING_DIR}/{wanted[t]}", max_bytes + 1)) for t in tasks]
+    ends = yield [read.read_task_file_tail(job_id, t, f"{WORKING_DIR}/{wanted[t]}", max_bytes + 1) for t in tasks]
     found: dict[str, bytes] = {}
     gone: list[str] = []
     for task, end in zip(tasks, ends, strict=True):
@@ -44,7 +45,7 @@ def read_results(
             found[task] = _bounded(task, wanted[task], end, max_bytes)
     if gone and log_location:
         names = {task: f"{RESULT_FILES_DIR}/{wanted[task]}" for task in gone}
-        sizes = yield [Call("get_uploaded_log_size", (log_location, job_id, t, names[t])) for t in gone]
+        sizes = yield [read.get_uploaded_log_size(log_location, job_id, t, names[t]) for t in gone]
         present = []
         for task, size in zip(gone, sizes, strict=True):
             if isinstance(size, BaseException):
@@ -53,9 +54,7 @@ def read_results(
                 if size > max_bytes:
                     raise _too_large(task, wanted[task], size, max_bytes)
                 present.append((task, size))
-        datas = yield [
-            Call("read_uploaded_log", (log_location, job_id, t, names[t], 0, size - 1)) for t, size in present
-        ]
+        datas = yield [read.read_uploaded_log(log_location, job_id, t, names[t], 0, size - 1) for t, size in present]
         for (task, _), data in zip(present, datas, strict=True):
             if isinstance(data, BaseException):
                 raise data

@@ -17,11 +17,16 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_provider_azbatch import config
 from airflow_provider_azbatch.hooks.errors import describe_error
 from airflow_provider_azbatch.hooks.storage import StorageNotConfiguredError
+
+if TYPE_CHECKING:
+    from airflow_provider_azbatch.compat import Log
+    from airflow_provider_azbatch.hooks.batch import AzureBatchHook
+    from airflow_provider_azbatch.hooks.storage import BlobStorage
 
 # Nodes whose logs one failure keeps (a pool of a hundred broken nodes tells the same story a hundred times).
 MAX_NODES = 3
@@ -64,10 +69,10 @@ class KeptLogs:
 
 
 def keep_node_logs(
-    hook: Any,
+    hook: AzureBatchHook,
     pool_id: str,
     node_ids: list[str] | tuple[str, ...],
-    log: Any,
+    log: Log,
     *,
     since: datetime | None = None,
     wait_seconds: float = UPLOAD_WAIT_SECONDS,
@@ -106,7 +111,7 @@ def keep_node_logs(
     return kept
 
 
-def _allocated(hook: Any, pool_id: str, node_id: str) -> datetime:
+def _allocated(hook: AzureBatchHook, pool_id: str, node_id: str) -> datetime:
     node = hook.get_node(pool_id, node_id, select=["id", "allocationTime"])
     allocated = getattr(node, "allocation_time", None) if node is not None else None
     if isinstance(allocated, datetime):
@@ -114,7 +119,9 @@ def _allocated(hook: Any, pool_id: str, node_id: str) -> datetime:
     return datetime.now(timezone.utc) - DEFAULT_WINDOW
 
 
-def _arrived(storage: Any, container: str, pending: list[tuple[KeptLogs, str]], wait_seconds: float) -> list[KeptLogs]:
+def _arrived(
+    storage: BlobStorage, container: str, pending: list[tuple[KeptLogs, str]], wait_seconds: float
+) -> list[KeptLogs]:
     """Each upload with how many of its files are in the container, once all are or the wait is over."""
     deadline = time.monotonic() + wait_seconds
     counts = dict.fromkeys(range(len(pending)), 0)

@@ -13,15 +13,22 @@ import copy
 import threading
 import time
 from collections.abc import Callable, Iterator
-from datetime import timedelta
-from typing import Any
+from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING, Any
 
 from airflow_provider_azbatch import config
 from airflow_provider_azbatch.compat import AirflowException, AirflowTaskTimeout
 from airflow_provider_azbatch.exceptions import AzureBatchValidationError, QuotaReachedError
 from airflow_provider_azbatch.hooks.batch import AzureBatchHook
 from airflow_provider_azbatch.hooks.errors import describe_error, is_auth_failure
-from airflow_provider_azbatch.results.failure_report import BLOCKED_REASONS
+from airflow_provider_azbatch.model.verdict import (
+    AIRFLOW_DEFERRAL_ENDED,
+    AIRFLOW_EXECUTION_TIMEOUT,
+    AIRFLOW_TASK_KILLED,
+    BLOCKED_REASONS,
+    POOL_PROBLEM,
+    SPOT_FALLBACK_FAILED,
+)
 from airflow_provider_azbatch.runs.forensics import KeptLogs, keep_node_logs
 from airflow_provider_azbatch.runs.pre_submit import TaskInstanceRef, build_submission
 from airflow_provider_azbatch.runs.results import Expectations, RunResult, collect_result
@@ -30,7 +37,8 @@ from airflow_provider_azbatch.runs.spot_fallback import fall_back
 from airflow_provider_azbatch.submission.job import JobSubmission
 from airflow_provider_azbatch.submission.reattach import Attachment, submit_or_reattach
 from airflow_provider_azbatch.submission.request import JobRequest
-from airflow_provider_azbatch.triggers.job import AzureBatchJobTrigger, unpack_result
+from airflow_provider_azbatch.triggers.job import AzureBatchJobTrigger
+from airflow_provider_azbatch.triggers.watch_events import unpack_result
 from airflow_provider_azbatch.watching.core import JobWatcher
 from airflow_provider_azbatch.watching.drivers import run_sync
 from airflow_provider_azbatch.watching.factory import configured_watcher
@@ -40,10 +48,29 @@ from airflow_provider_azbatch.watching.pool_health import PoolProblem
 from airflow_provider_azbatch.watching.preemption import SpotFallbackDue
 from airflow_provider_azbatch.watching.state import WatchState
 
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+    from airflow_provider_azbatch.compat import Log
+
 # How long the wait loop lets on_kill's terminate request finish before it sends its own.
 KILL_THREAD_WAIT_SECONDS = 30
 # Rounds of reading left-over output after the trigger's event (each reads up to max_read_bytes per stream).
 MAX_FLUSH_ROUNDS = 100
+
+
+# The trigger's own timeout event fires this long before Airflow's deferral timeout would (measured worst
+# case at 1,000 deferred jobs: a few seconds; see bench/).
+TIMEOUT_PADDING = timedelta(seconds=60)
+
+
+def deferral_deadline(started: datetime, execution_timeout: timedelta | None) -> tuple[float | None, timedelta | None]:
+    """For a try started at ``started``: when the trigger's watch ends (epoch seconds), and Airflow's timeout of
+    the deferral (later, so that the trigger ends the job first); None, None without an ``execution_timeout``."""
+    if execution_timeout is None:
+        return None, None
+    end = started + execution_timeout
+    return end.timestamp(), max(end - datetime.now(timezone.utc), timedelta(seconds=1)) + TIMEOUT_PADDING
 
 
 def timed_out(job_id: str, execution_timeout: timedelta | None) -> str:
@@ -53,7 +80,7 @@ def timed_out(job_id: str, execution_timeout: timedelta | None) -> str:
     )
 
 
-def event_in_full(event: dict[str, Any] | None, context: Any, task_id: str) -> dict[str, Any] | None:
+def event_in_full(event: dict[str, Any] | None, context: Context, task_id: str) -> dict[str, Any] | None:
     """The trigger's event with what it left in XCom for the task (its ``result`` key: the watch's final
     state and last lines; see ``AzureBatchJobTrigger._small``), or carried packed, back in it."""
     if event and "packed" in event:  # no XCom for the trigger: the event carries them, packed
@@ -76,7 +103,7 @@ def event_in_full(event: dict[str, Any] | None, context: Any, task_id: str) -> d
 class JobRun:
     """The life of the job of one try (see the module docstring)."""
 
-    def __init__(self, hook: AzureBatchHook, settings: RunSettings, log: Any) -> None:
+    def __init__(self, hook: AzureBatchHook, settings: RunSettings, log: Log) -> None:
         self.hook = hook
         self.settings = settings
         self.log = log
@@ -177,7 +204,7 @@ class JobRun:
             self._poll_until_over(watcher)
         except PoolProblem as problem:
             kept = self.keep_node_logs(problem.pool_id, problem.nodes)
-            self.terminate(job_id, "PoolProblem")
+            self.terminate(job_id, POOL_PROBLEM)
             raise AirflowException(self.cannot_run(job_id, str(problem), kept)) from None
         except AirflowTaskTimeout:
             self._terminate_for_timeout(job_id, execution_timeout)
@@ -249,7 +276,7 @@ class JobRun:
             if event.get("pool_problem"):
                 at_fault = event.get("pool_problem_nodes") or {}
                 kept = self.keep_node_logs(at_fault.get("pool_id"), at_fault.get("nodes") or ())
-                self.terminate(job_id, "PoolProblem")
+                self.terminate(job_id, POOL_PROBLEM)
                 raise AirflowException(self.cannot_run(job_id, event["message"], kept))
             raise AirflowException(event.get("message") or f"Waiting for Batch job {job_id} failed")
         self._flush(watcher)
@@ -293,7 +320,7 @@ class JobRun:
         try:
             fall_back(self.hook, request, watcher.state, reason, self.log)
         except Exception as exc:
-            self.terminate(job_id, "SpotFallbackFailed")
+            self.terminate(job_id, SPOT_FALLBACK_FAILED)
             raise AirflowException(
                 f"Batch job {job_id} could not fall back to dedicated nodes ({describe_error(exc)}); the job was "
                 "terminated"
@@ -348,12 +375,12 @@ class JobRun:
 
     def _terminate_for_timeout(self, job_id: str, execution_timeout: timedelta | None) -> None:
         self.log.error("Batch job %s ran past execution_timeout (%s): terminating it", job_id, execution_timeout)
-        self.terminate(job_id, "AirflowExecutionTimeout")
+        self.terminate(job_id, AIRFLOW_EXECUTION_TIMEOUT)
 
     def terminate_unwatched(self, job_id: str) -> None:
         """The deferral ended without an event: the job must not run on unwatched."""
         self.log.error("The wait for Batch job %s ended without an event: terminating the job", job_id)
-        self.terminate(job_id, "AirflowDeferralEnded")
+        self.terminate(job_id, AIRFLOW_DEFERRAL_ENDED)
 
     # -- kill -----------------------------------------------------------------------------------------
     def on_kill(self) -> None:
@@ -373,7 +400,7 @@ class JobRun:
     def _terminate_on_kill(self, job_id: str) -> None:
         self.log.info("Terminating Batch job %s (the Airflow task was killed)", job_id)
         try:
-            self.hook.terminate_job(job_id, reason="AirflowTaskKilled", client=self.hook.new_client())
+            self.hook.terminate_job(job_id, reason=AIRFLOW_TASK_KILLED, client=self.hook.new_client())
         except Exception as exc:  # the wait loop tries again; say what happened
             self.log.error("Could not terminate Batch job %s: %s", job_id, describe_error(exc))
 
@@ -382,4 +409,4 @@ class JobRun:
             self._kill_thread.join(timeout=KILL_THREAD_WAIT_SECONDS)
         else:
             self.log.info("Terminating Batch job %s (the Airflow task was killed)", job_id)
-        self.terminate(job_id, "AirflowTaskKilled")  # a no-op when the job already ended; waits until it has
+        self.terminate(job_id, AIRFLOW_TASK_KILLED)  # a no-op when the job already ended; waits until it has

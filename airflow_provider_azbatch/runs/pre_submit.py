@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_provider_azbatch import config
 from airflow_provider_azbatch.hooks.storage import LogLocation
@@ -25,6 +25,12 @@ from airflow_provider_azbatch.watching.preemption import spot_watch
 from airflow_provider_azbatch.workspace.staged_files import stage_files
 from airflow_provider_azbatch.workspace.staging import stage_workspaces
 
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+    from airflow_provider_azbatch.compat import Log
+    from airflow_provider_azbatch.hooks.batch import AzureBatchHook
+
 
 @dataclass(frozen=True)
 class TaskInstanceRef:
@@ -38,7 +44,7 @@ class TaskInstanceRef:
     dag_folder: Path = Path(".")
 
     @classmethod
-    def of(cls, context: Any, task_id: str) -> TaskInstanceRef:
+    def of(cls, context: Context, task_id: str) -> TaskInstanceRef:
         map_index = getattr(context["ti"], "map_index", None)
         return cls(
             dag_id=context["dag"].dag_id,
@@ -49,7 +55,9 @@ class TaskInstanceRef:
         )
 
 
-def build_submission(hook: Any, request: JobRequest, where: TaskInstanceRef | None, log: Any) -> JobSubmission:
+def build_submission(
+    hook: AzureBatchHook, request: JobRequest, where: TaskInstanceRef | None, log: Log
+) -> JobSubmission:
     """Everything checked and prepared (pool, storage access, registry) before anything is submitted.
 
     ``where``: the Airflow task instance submitting; None outside Airflow (the TorchX scheduler: the request
@@ -117,7 +125,7 @@ def build_submission(hook: Any, request: JobRequest, where: TaskInstanceRef | No
         task_overrides=checked.task_overrides,
         fail_fast=request.fail_fast,
         default_exit_conditions=checked.exit_conditions,
-        default_skip_codes=checked.skip_on_exit_code,
+        default_skip_codes=request.skip_codes,
         job_preparation=checked.job_preparation,
         job_release=checked.job_release,
         default_result_file=request.result_file,
@@ -126,11 +134,11 @@ def build_submission(hook: Any, request: JobRequest, where: TaskInstanceRef | No
 
 
 def prepare_request_pool(
-    hook: Any,
+    hook: AzureBatchHook,
     request: JobRequest,
     checked: CheckedRequest,
     registry: RegistryCredentials | None,
-    log: Any,
+    log: Log,
     strategy: BatchPool | None = None,
 ) -> tuple[str | None, dict[str, Any] | None]:
     """The request's pool (or ``strategy``, another for the same tasks) ready: see ``prepare_pool``."""
@@ -150,7 +158,9 @@ def prepare_request_pool(
 _SPOT_FORMULA = re.compile(r"\$TargetLowPriority(?:Nodes)?\s*=(?!\s*0\s*;)")
 
 
-def spot_watch_of(hook: Any, strategy: BatchPool, pool_id: str | None, specs: list[TaskSpec]) -> dict[str, Any] | None:
+def spot_watch_of(
+    hook: AzureBatchHook, strategy: BatchPool, pool_id: str | None, specs: list[TaskSpec]
+) -> dict[str, Any] | None:
     """What the watch keeps of a job whose pool may have Spot nodes (its tasks' requeues), or None."""
     task_nodes = {spec.id: spec.num_nodes for spec in specs if spec.num_nodes > 1}
     if strategy.kind != "existing":

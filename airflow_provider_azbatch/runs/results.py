@@ -7,14 +7,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_provider_azbatch import config
 from airflow_provider_azbatch.compute import load_catalog
 from airflow_provider_azbatch.enums import enum_value
 from airflow_provider_azbatch.hooks.errors import describe_error
 from airflow_provider_azbatch.model.outcomes import JobOutcomes
-from airflow_provider_azbatch.model.records import TERMINAL_JOB_STATES
+from airflow_provider_azbatch.model.verdict import ENDED_STATES, TASK_FAILED
 from airflow_provider_azbatch.results.cost import (
     CostReport,
     IdlePool,
@@ -29,6 +29,7 @@ from airflow_provider_azbatch.results.failure_report import failure_report, side
 from airflow_provider_azbatch.results.preemptions import PreemptionReport
 from airflow_provider_azbatch.results.summary import summary_lines
 from airflow_provider_azbatch.results.task_results import ResultFileError, read_results
+from airflow_provider_azbatch.specs.tasks import SKIP_CODES
 from airflow_provider_azbatch.specs.workspace import METADATA_KEY as WORKSPACE_METADATA_KEY
 from airflow_provider_azbatch.specs.workspace import STAGED_METADATA_KEY
 from airflow_provider_azbatch.submission.request import JobRequest
@@ -38,6 +39,10 @@ from airflow_provider_azbatch.watching.drivers import run_sync
 from airflow_provider_azbatch.watching.gaps import nodes_unread
 from airflow_provider_azbatch.watching.preemption import requeues
 from airflow_provider_azbatch.watching.state import WatchState
+
+if TYPE_CHECKING:
+    from airflow_provider_azbatch.compat import Log
+    from airflow_provider_azbatch.hooks.batch import AzureBatchHook
 
 # Failed tasks named in the reason of a skip.
 NAMED_SKIPPED = 5
@@ -65,8 +70,7 @@ class Expectations:
             if not by_task:
                 checked = request.check(rendered=True)
                 for spec in checked.specs:
-                    skip = spec.skip_on_exit_code if spec.skip_on_exit_code is not None else checked.skip_on_exit_code
-                    by_task[spec.id] = (skip, spec.result_file or request.result_file)
+                    by_task[spec.id] = (spec.skip_codes_or(request.skip_codes), spec.result_file or request.result_file)
             return by_task
 
         def skip_codes(task_id: str) -> frozenset[int] | None:
@@ -137,21 +141,21 @@ def skip_reason(
         if outcome.exit_code is None or not codes or outcome.exit_code not in codes:
             return None
     consequences = outcomes.ended or outcomes.unfinished
-    if consequences and not (blocked or terminate_reason == "TaskFailed"):
+    if consequences and not (blocked or terminate_reason == TASK_FAILED):
         return None  # the job was ended by something else (its wall clock, a user): a failure
     named = ", ".join(f"{outcome.id} (exit code {outcome.exit_code})" for outcome in failed[:NAMED_SKIPPED])
     if len(failed) > NAMED_SKIPPED:
         named += f" and {len(failed) - NAMED_SKIPPED} more"
     plural = "s" if len(failed) > 1 else ""
-    return f"Batch job {job_id}: its only failed task{plural} exited with skip_on_exit_code: {named}"
+    return f"Batch job {job_id}: its only failed task{plural} exited with {SKIP_CODES}: {named}"
 
 
 def collect_result(
-    hook: Any,
+    hook: AzureBatchHook,
     watcher: JobWatcher,
     *,
     failure_tail_lines: int,
-    log: Any,
+    log: Log,
     unfinished_fail: bool = True,
     expectations: Expectations | None = None,
 ) -> RunResult:
@@ -228,7 +232,9 @@ def collect_result(
     )
 
 
-def _add_results(hook: Any, state: WatchState, expectations: Expectations, xcom: dict[str, Any]) -> str | None:
+def _add_results(
+    hook: AzureBatchHook, state: WatchState, expectations: Expectations, xcom: dict[str, Any]
+) -> str | None:
     """Put each task's result file into the XCom result (``results``; a single task's also as
     ``return_value``); the failure if one cannot be read."""
     wanted = expectations.result_files()
@@ -247,7 +253,7 @@ def _add_results(hook: Any, state: WatchState, expectations: Expectations, xcom:
     return None
 
 
-def _warn_of_side_task_failures(hook: Any, state: WatchState, tail_lines: int, log: Any) -> None:
+def _warn_of_side_task_failures(hook: AzureBatchHook, state: WatchState, tail_lines: int, log: Log) -> None:
     """Failed job release tasks (and preparation tasks the job did not have to wait for, or that failed on
     some nodes only) do not fail the run: they are logged as warnings, with the end of their stderr."""
     blocked_by_preparation = state.blocked is not None and state.blocked["reason"] == "preparation"
@@ -265,7 +271,7 @@ def _warn_of_side_task_failures(hook: Any, state: WatchState, tail_lines: int, l
         log.warning("Could not read the job preparation and release task status: %s", describe_error(exc))
 
 
-def idle_pools_of(hook: Any, watcher: JobWatcher, cost: CostReport | None, log: Any) -> list[IdlePool]:
+def idle_pools_of(hook: AzureBatchHook, watcher: JobWatcher, cost: CostReport | None, log: Log) -> list[IdlePool]:
     """What the pools the run used cost idle during it: a pool made for the job from its cost report, the others
     from the watch's samples and one more now."""
     state = watcher.state
@@ -300,7 +306,9 @@ def spot_report(state: WatchState, cost: CostReport | None) -> PreemptionReport 
     )
 
 
-def estimate_cost(hook: Any, watcher: JobWatcher, job: Any, outcomes: JobOutcomes, log: Any) -> CostReport | None:
+def estimate_cost(
+    hook: AzureBatchHook, watcher: JobWatcher, job: Any, outcomes: JobOutcomes, log: Log
+) -> CostReport | None:
     """What the job cost (an estimate from list prices); None when its pool is not known any more."""
     state = watcher.state
     pool_id = state.pool_id or getattr(getattr(job, "execution_info", None), "pool_id", None)
@@ -309,7 +317,7 @@ def estimate_cost(hook: Any, watcher: JobWatcher, job: Any, outcomes: JobOutcome
         if state.auto_pool_vm_size is not None:
             ended = getattr(getattr(job, "execution_info", None), "end_time", None) or datetime.now(timezone.utc)
             job_state = enum_value(job.state) if job is not None else state.job_state
-            if job_state not in TERMINAL_JOB_STATES and pool_id:
+            if job_state not in ENDED_STATES and pool_id:
                 # Still running (a job kept for on_finish_action, a timeout): its nodes as they are now.
                 watcher.observe_nodes(hook.list_pool_nodes(pool_id), time.time())
             return auto_pool_cost(state.auto_pool_vm_size, node_spans(state.nodes, ended), outcomes.listed, catalog)

@@ -18,17 +18,23 @@ that the dedicated pool is made with the same connections and secrets as the fir
 
 from __future__ import annotations
 
+import time
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING
 
 from airflow_provider_azbatch.compute.autoscale import autoscale_formula
 from airflow_provider_azbatch.runs.pre_submit import prepare_request_pool
 from airflow_provider_azbatch.submission.request import JobRequest
 from airflow_provider_azbatch.submission.task_extras import registry_credentials
+from airflow_provider_azbatch.watching import idle_time
 from airflow_provider_azbatch.watching.state import WatchState
 
+if TYPE_CHECKING:
+    from airflow_provider_azbatch.compat import Log
+    from airflow_provider_azbatch.hooks.batch import AzureBatchHook
 
-def fall_back(hook: Any, request: JobRequest, state: WatchState, reason: str, log: Any) -> None:
+
+def fall_back(hook: AzureBatchHook, request: JobRequest, state: WatchState, reason: str, log: Log) -> None:
     """Move the watched job to dedicated nodes; the state then watches it there."""
     spot = state.spot
     assert spot is not None
@@ -47,6 +53,9 @@ def fall_back(hook: Any, request: JobRequest, state: WatchState, reason: str, lo
         )
         assert pool_id is not None
         hook.move_job_to_pool(job_id, pool_id)
+        assert spot_pool is not None
+        # The watch samples only the job's pool: the Spot pool's last sample, while the job still used it.
+        idle_time.sample(state, spot_pool, hook.list_pool_nodes(spot_pool), time.time(), left=True)
         log.warning(
             "Batch job %s moved from Spot pool %s to dedicated pool %s (autoscaled: it gives its nodes back once the "
             "job is done); its tasks that were running on Spot nodes start over there",
@@ -59,7 +68,9 @@ def fall_back(hook: Any, request: JobRequest, state: WatchState, reason: str, lo
         assert strategy.requirements is not None
         pool_id = spot_pool
         if strategy.autoscale:
-            slots = hook.get_pool(pool_id, select=["id", "taskSlotsPerNode"]).task_slots_per_node or 1
+            pool = hook.get_pool(pool_id, select=["id", "taskSlotsPerNode"])
+            assert pool is not None  # the Spot pool the job ran in
+            slots = pool.task_slots_per_node or 1
             multi_node = max([1, *spot.get("task_nodes", {}).values()])
             formula = autoscale_formula(
                 strategy.max_nodes, min_nodes=strategy.min_nodes, task_slots_per_node=slots, multi_node=multi_node

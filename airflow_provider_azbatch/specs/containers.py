@@ -10,10 +10,13 @@ trigger kwargs.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from azure.batch import models as batch_models
+
+if TYPE_CHECKING:
+    from airflow_provider_azbatch.compat import ConnectionFields
 
 WORKING_DIRECTORIES = {
     "task": batch_models.ContainerWorkingDirectory.TASK_WORKING_DIRECTORY,
@@ -33,7 +36,7 @@ class RegistryCredentials:
     identity_reference: str | None = None
 
     @classmethod
-    def from_connection(cls, conn: Any) -> RegistryCredentials:
+    def from_connection(cls, conn: ConnectionFields) -> RegistryCredentials:
         conn_id = conn.conn_id
         host = conn.host or ""
         server = (urlsplit(host).netloc or urlsplit(host).path or "").strip("/") if "://" in host else host.strip("/")

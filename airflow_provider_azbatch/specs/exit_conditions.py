@@ -43,7 +43,7 @@ def exit_code(value: Any, field: str) -> int:
 
 
 def skip_codes(value: Any, field: str) -> frozenset[int] | None:
-    """``skip_on_exit_code``: one exit code or a list of them (None: none)."""
+    """Exit codes that skip the Airflow task: one exit code or a list of them (None: none)."""
     if value is None:
         return None
     if isinstance(value, (list, tuple, set, frozenset)):

@@ -24,11 +24,15 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from azure.batch import models as batch_models
 
+if TYPE_CHECKING:
+    from azure.batch._utils.model_base import Model  # the SDK models' base class, which azure-batch keeps private
+
 from airflow_provider_azbatch.exceptions import AzureBatchValidationError
+from airflow_provider_azbatch.specs.operator_options import owners_of
 from airflow_provider_azbatch.specs.sdk_fields import SdkField, as_rest, model_fields
 
 _DURATION = re.compile(r"-?P(?=\d|T\d)(\d+(\.\d+)?D)?(T(?=\d)(\d+(\.\d+)?H)?(\d+(\.\d+)?M)?(\d+(\.\d+)?S)?)?")
@@ -216,7 +220,10 @@ def _named(items: list[Any]) -> bool:
     return all(isinstance(item, Mapping) and isinstance(item.get("name"), str) for item in items)
 
 
-def apply_overrides(generated: Any, *overrides: Mapping[str, Any]) -> Any:
+SdkModel = TypeVar("SdkModel", bound="Model")
+
+
+def apply_overrides(generated: SdkModel, *overrides: Mapping[str, Any]) -> SdkModel:
     """The SDK model ``generated`` with every override merged over it, in order, as a model of the same class."""
     if not any(overrides):
         return generated
@@ -304,8 +311,6 @@ TASK_OVERRIDES = OverrideSchema(
         "containerSettings.registry": Owned("the registry credentials, from a connection", "registry_conn_id"),
         "containerSettings.containerRunOptions": Owned("the container's options", "container_run_options"),
         "containerSettings.workingDirectory": Owned("the container's working directory", "container_working_directory"),
-        "exitConditions": Owned(
-            "what exit codes do, with every job action spelled out", "exit_conditions or skip_on_exit_code"
-        ),
+        "exitConditions": Owned("what exit codes do, with every job action spelled out", owners_of("exitConditions")),
     },
 )

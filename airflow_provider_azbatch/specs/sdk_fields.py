@@ -89,7 +89,8 @@ def _kind(annotation: Any) -> tuple[Kind, type | None, tuple[str, ...]]:
     if isinstance(annotation, type):
         if issubclass(annotation, enum.Enum):
             return "enum", annotation, tuple(str(member.value) for member in annotation)
-        if issubclass(annotation, batch_models._models._Model):
+        # azure-batch keeps its models' base class private (mypy --strict: not exported)
+        if issubclass(annotation, batch_models._models._Model):  # type: ignore[attr-defined, unused-ignore]
             return "model", annotation, ()
         simple: dict[type, Kind] = {
             bool: "bool",
@@ -130,7 +131,7 @@ def model_fields(model: type) -> dict[str, SdkField]:
 
 
 def is_sdk_model(value: Any) -> bool:
-    return isinstance(value, batch_models._models._Model)
+    return isinstance(value, batch_models._models._Model)  # type: ignore[attr-defined, unused-ignore]  # see _kind
 
 
 def as_rest(value: Any) -> Any:

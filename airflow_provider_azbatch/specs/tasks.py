@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from airflow_provider_azbatch.exceptions import AzureBatchValidationError
 from airflow_provider_azbatch.specs import validation
 from airflow_provider_azbatch.specs.blob_io import InputSpec, OutputSpec, parse_inputs, parse_outputs
 from airflow_provider_azbatch.specs.exit_conditions import ExitConditions, skip_codes
@@ -15,6 +16,8 @@ from airflow_provider_azbatch.specs.identity import RunAs
 from airflow_provider_azbatch.specs.overrides import TASK_OVERRIDES
 from airflow_provider_azbatch.specs.workspace import Workspace
 
+# The exit codes that skip the Airflow task: a task's own key, and the operator's option of the same name.
+SKIP_CODES = "skip_on_exit_code"
 TASK_FIELDS = (
     "id",
     "command_line",
@@ -34,7 +37,7 @@ TASK_FIELDS = (
     "run_as",
     "overrides",
     "exit_conditions",
-    "skip_on_exit_code",
+    SKIP_CODES,
     "result_file",
 )
 # What a multi-node task's instances run before the primary's command when none is given.
@@ -76,6 +79,10 @@ class TaskSpec:
     exit_conditions: ExitConditions | None = None
     skip_on_exit_code: frozenset[int] | None = None
     result_file: str | None = None
+
+    def skip_codes_or(self, job_codes: frozenset[int] | None) -> frozenset[int] | None:
+        """The exit codes that skip the Airflow task for this task: its own, or else the job's."""
+        return self.skip_on_exit_code if self.skip_on_exit_code is not None else job_codes
 
     @classmethod
     def parse(cls, value: Any, where: str) -> TaskSpec:
@@ -126,7 +133,7 @@ class TaskSpec:
             run_as=RunAs.parse(value.get("run_as"), f"{where}.run_as"),
             overrides=TASK_OVERRIDES.check(value.get("overrides"), f"{where}.overrides"),
             exit_conditions=ExitConditions.parse(value.get("exit_conditions"), f"{where}.exit_conditions"),
-            skip_on_exit_code=skip_codes(value.get("skip_on_exit_code"), f"{where}.skip_on_exit_code"),
+            skip_on_exit_code=skip_codes(value.get(SKIP_CODES), f"{where}.{SKIP_CODES}"),
             result_file=validation.relative_path(value.get("result_file"), f"{where}.result_file"),
         )
 
@@ -190,7 +197,7 @@ def parse_tasks(
             spec["coordination_command"] = coordination_command
         try:
             return [TaskSpec.parse(spec, "command")]
-        except validation.AzureBatchValidationError as exc:
+        except AzureBatchValidationError as exc:
             # Name the operator's own parameter, not the task we built from it.
             field = {"command.command_line": "command", "command.num_nodes": "num_nodes"}.get(exc.field, exc.field)
             field = field.replace("command.coordination_command", "coordination_command")

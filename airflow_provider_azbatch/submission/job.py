@@ -167,7 +167,7 @@ class JobSubmission:
         return task.exit_conditions if task.exit_conditions is not None else self.default_exit_conditions
 
     def skip_codes_of(self, task: TaskSpec) -> frozenset[int] | None:
-        return task.skip_on_exit_code if task.skip_on_exit_code is not None else self.default_skip_codes
+        return task.skip_codes_or(self.default_skip_codes)
 
     @property
     def acts_on_job(self) -> bool:

@@ -18,12 +18,18 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from airflow_provider_azbatch.compat import incr_metric
 from airflow_provider_azbatch.enums import enum_value
 from airflow_provider_azbatch.submission.job import JobSubmission
 from airflow_provider_azbatch.submission.job_ids import attempt_job_id
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+    from airflow_provider_azbatch.compat import Log
+    from airflow_provider_azbatch.hooks.batch import AzureBatchHook
 
 ACTIVE_JOB_STATES = ("active", "disabling", "disabled", "enabling")
 # The task state store key of the job a try watches (ResumableJobMixin's ``external_id_key``).
@@ -39,7 +45,7 @@ class Attachment:
     finished: bool
 
 
-def remembered_job(context: Any) -> str | None:
+def remembered_job(context: Context) -> str | None:
     store = context.get("task_state_store")
     if store is None:
         return None
@@ -50,7 +56,7 @@ def remembered_job(context: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def remember_job(context: Any, job_id: str) -> None:
+def remember_job(context: Context, job_id: str) -> None:
     store = context.get("task_state_store")
     if store is None:
         return
@@ -70,7 +76,7 @@ def attempt_of(job_id: str | None, base: str) -> int:
     return 1
 
 
-def submit(hook: Any, submission: JobSubmission) -> bool:
+def submit(hook: AzureBatchHook, submission: JobSubmission) -> bool:
     """Create the job and add its tasks, then let it end with its last task; True if created now.
 
     Safe to repeat: an existing job is left as it is and tasks already added count as added, so a crash
@@ -90,13 +96,13 @@ def _metric(name: str, operator: str) -> None:
 
 
 def submit_or_reattach(
-    hook: Any,
+    hook: AzureBatchHook,
     submission: JobSubmission,
     *,
     remembered: str | None,
     remember: Callable[[str], None],
     force_new: bool,
-    log: Any,
+    log: Log,
     claim: Callable[[str], None] = lambda job_id: None,
     operator: str = "AzureBatchJobOperator",
 ) -> Attachment:
@@ -153,6 +159,6 @@ def submit_or_reattach(
         attempt += 1
 
 
-def _all_succeeded(hook: Any, job_id: str) -> bool:
+def _all_succeeded(hook: AzureBatchHook, job_id: str) -> bool:
     counts = hook.get_task_counts(job_id)
     return bool(counts.failed == 0 and counts.active == 0 and counts.running == 0 and counts.completed > 0)

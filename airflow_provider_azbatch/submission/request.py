@@ -19,7 +19,7 @@ from airflow_provider_azbatch.pools.strategy import IDENTITY_REFUSED, BatchPool
 from airflow_provider_azbatch.specs import validation
 from airflow_provider_azbatch.specs.blob_io import InputSpec, OutputSpec, parse_inputs, parse_outputs
 from airflow_provider_azbatch.specs.container_runtime import ContainerRuntimeError, check_infiniband
-from airflow_provider_azbatch.specs.exit_conditions import ExitConditions, skip_codes
+from airflow_provider_azbatch.specs.exit_conditions import ExitConditions
 from airflow_provider_azbatch.specs.identity import RunAs
 from airflow_provider_azbatch.specs.job_side_tasks import PREPARATION, RELEASE, JobSideTask
 from airflow_provider_azbatch.specs.options import BlobOptions, ContainerOptions, FanOut
@@ -68,7 +68,6 @@ class CheckedRequest:
     job_overrides: dict[str, Any] = field(default_factory=dict)
     task_overrides: dict[str, Any] = field(default_factory=dict)
     exit_conditions: ExitConditions | None = None
-    skip_on_exit_code: frozenset[int] | None = None
     job_preparation: JobSideTask | None = None
     job_release: JobSideTask | None = None
 
@@ -100,7 +99,8 @@ class JobRequest:
     task_overrides: Any = None
     fail_fast: bool = False
     exit_conditions: Any = None
-    skip_on_exit_code: Any = None
+    # Checked when the operator is made (the option is not templated).
+    skip_codes: frozenset[int] | None = None
     job_preparation: Any = None
     job_release: Any = None
     result_file: Any = None
@@ -146,7 +146,6 @@ class JobRequest:
         if not isinstance(self.fail_fast, bool):
             raise validation.fail("fail_fast", f"must be True or False, got {self.fail_fast!r}")
         checked.exit_conditions = ExitConditions.parse(self.exit_conditions, "exit_conditions")
-        checked.skip_on_exit_code = skip_codes(self.skip_on_exit_code, "skip_on_exit_code")
         if ready(self.job_preparation):
             checked.job_preparation = JobSideTask.parse(self.job_preparation, PREPARATION, "job_preparation")
         if ready(self.job_release):

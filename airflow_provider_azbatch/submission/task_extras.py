@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING
 
 from airflow_provider_azbatch.exceptions import AzureBatchValidationError
 from airflow_provider_azbatch.hooks.storage import LogLocation
@@ -19,8 +19,11 @@ from airflow_provider_azbatch.specs.options import BlobOptions, ContainerOptions
 from airflow_provider_azbatch.specs.tasks import TaskSpec
 from airflow_provider_azbatch.submission.job import TaskExtras
 
+if TYPE_CHECKING:
+    from airflow_provider_azbatch.hooks.batch import AzureBatchHook
 
-def registry_credentials(hook: Any, containers: ContainerOptions) -> RegistryCredentials | None:
+
+def registry_credentials(hook: AzureBatchHook, containers: ContainerOptions) -> RegistryCredentials | None:
     if not containers.registry_conn_id:
         return None
     try:
@@ -79,7 +82,7 @@ def blob_paths(
 
 
 def task_extras(
-    hook: Any,
+    hook: AzureBatchHook,
     specs: Sequence[TaskSpec | JobSideTask],
     containers: ContainerOptions,
     registry: RegistryCredentials | None,

@@ -20,8 +20,8 @@ import os
 import shutil
 import sys
 import tempfile
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from airflow_provider_azbatch import airflowless
@@ -35,16 +35,12 @@ URL_MARK = "@"
 
 @dataclass(frozen=True)
 class Account:
-    """A Batch account: an Airflow connection, or a URL with credentials from the environment."""
+    """A Batch account: an Airflow connection, or a URL with credentials from the environment (``opts``: the run
+    options it was given with, which say where its key is, its storage account and where it is in Azure)."""
 
     conn_id: str | None = None
     url: str | None = None
-    name: str | None = None
-    key_env: str | None = None
-    storage_url: str | None = None
-    storage_key_env: str | None = None
-    subscription_id: str | None = None
-    resource_group: str | None = None
+    opts: AzureBatchOpts | None = field(default=None, compare=False)
 
     @classmethod
     def of(cls, opts: AzureBatchOpts) -> Account:
@@ -60,15 +56,7 @@ class Account:
                 "account_url",
                 f"is not a Batch account URL ({opts.account_url!r}): give https://<account>.<region>.batch.azure.com",
             )
-        return cls(
-            url=f"{parts.scheme}://{parts.netloc}",
-            name=opts.account_name,
-            key_env=opts.account_key_env,
-            storage_url=opts.storage_account_url,
-            storage_key_env=opts.storage_key_env,
-            subscription_id=opts.subscription_id,
-            resource_group=opts.resource_group,
-        )
+        return cls(url=f"{parts.scheme}://{parts.netloc}", opts=opts)
 
     @property
     def ref(self) -> str:
@@ -115,9 +103,11 @@ class Account:
         from airflow_provider_azbatch.hooks.connection import BatchConnectionSettings, ConnectionConfigError
 
         assert self.url is not None
-        key = os.environ.get(self.key_env or "") or None
-        storage_key = os.environ.get(self.storage_key_env or "") or None
-        name = self.name
+        assert self.opts is not None
+        opts = self.opts
+        key = os.environ.get(opts.account_key_env or "") or None
+        storage_key = os.environ.get(opts.storage_key_env or "") or None
+        name = opts.account_name
         host = urlsplit(self.url).hostname or ""
         if key and not name and not host.replace(".", "").isdigit() and host != "localhost":
             name = host.split(".")[0]
@@ -127,10 +117,10 @@ class Account:
             login=name,
             password=key,
             extra_dejson={
-                "storage_account_url": self.storage_url,
+                "storage_account_url": opts.storage_account_url,
                 "storage_account_key": storage_key,
-                "subscription_id": self.subscription_id,
-                "resource_group": self.resource_group,
+                "subscription_id": opts.subscription_id,
+                "resource_group": opts.resource_group,
             },
         )
         try:
@@ -138,10 +128,10 @@ class Account:
         except ConnectionConfigError as exc:
             option = {
                 "login": "account_name",
-                "password": f"${self.key_env}",
+                "password": f"${opts.account_key_env}",
                 "account_url": "account_url",
                 "storage_account_url": "storage_account_url",
-                "storage_account_key": f"${self.storage_key_env}",
+                "storage_account_key": f"${opts.storage_key_env}",
             }.get(exc.field_name, exc.field_name)
             raise TorchXOptionError(option, exc.problem.replace("shared_key authentication", "a shared key")) from None
         from airflow_provider_azbatch.hooks.connection import mask_secrets
@@ -228,7 +218,7 @@ def keep_airflow_home_untouched() -> None:
     os.environ["AIRFLOW_HOME"] = home
 
 
-def portal_url(hook: Any, job_id: str) -> str | None:
+def portal_url(hook: AzureBatchHook, job_id: str) -> str | None:
     """The job in the Azure portal, when the account's subscription and resource group are known."""
     from airflow_provider_azbatch.links.portal import job_url, link_data
 

@@ -1,13 +1,19 @@
 """``torchx log``: a replica's stdout and stderr, from its node while it is there, then from what was kept.
 
-TorchX asks for each replica in a thread of its own; they share one :class:`AppFollower` per app, which reads the
-app (the job, its task listing, a subtask listing per multi-node role: :mod:`.replicas`) at most once per poll,
-whatever the number of replicas. Each replica then reads only the bytes its files grew by.
+TorchX asks for each replica in a thread of its own (``torchx log`` iterates one replica at a time, by role and
+index, which the watch, following a job's tasks, does not); they share one :class:`AppFollower` per app, which
+reads the app (the job, its task listing, a subtask listing per multi-node role: :mod:`.replicas`) at most once
+per poll, whatever the number of replicas. Each replica then reads only the bytes its files grew by.
 
 - Both streams (the default): with ``--tail``, each poll's new stdout lines, then its new stderr lines, so stderr
   (where torchrun and Python's logging write) shows as it is written; read at once, the two are merged by the
   time the replica's wrapper recorded for its output (``torchx-times.txt``), to the second.
 - ``since``/``until`` select lines by that record too (lines read live count as written when read).
+- Polls, backoff and lines are the watch's: a replica's stream that stays quiet is read less often (the watch's
+  read schedule, :mod:`airflow_provider_azbatch.watching.reads`, up to ``[azbatch] idle_stream_interval``), a
+  transient error of the service is waited out as the watch waits it out
+  (:class:`~airflow_provider_azbatch.watching.outages.OutagePolicy`), and bytes become lines as the watch's
+  stream tails make them (:class:`~airflow_provider_azbatch.watching.streams.Tail`).
 - Output that can never be read (its node is gone and nothing was kept) raises :class:`OutputGone`, saying
   where it was and why it was not kept: the command exits non-zero, as ``airflow azbatch logs`` does.
 """
@@ -23,12 +29,21 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from types import TracebackType
+from typing import TYPE_CHECKING
 
 from airflow_provider_azbatch.model.records import STDERR, STDOUT
+from airflow_provider_azbatch.torchx.app import App, Replica
+from airflow_provider_azbatch.torchx.files import Files, read_whole
 from airflow_provider_azbatch.torchx.node import TIMES_FILE
 from airflow_provider_azbatch.torchx.records import Times, epoch, within
-from airflow_provider_azbatch.torchx.replicas import App, AppReader, Files, Replica, read_whole
+from airflow_provider_azbatch.torchx.replicas import AppReader
+from airflow_provider_azbatch.watching.reads import ReadSchedule
+from airflow_provider_azbatch.watching.state import StreamCursor
+from airflow_provider_azbatch.watching.streams import Tail
+
+if TYPE_CHECKING:
+    from airflow_provider_azbatch.watching.outages import OutagePolicy
 
 # Bytes per read request.
 CHUNK_BYTES = 4 * 1024 * 1024
@@ -37,6 +52,8 @@ POLL_SECONDS = 2.0
 # A time index is a line a second: a day's is about 2 MB.
 TIMES_BYTES = 16 * 1024 * 1024
 NAMES = {"stdout": (STDOUT,), "stderr": (STDERR,)}
+# (when it was written: epoch seconds, None if not known; its stream's place in the streams asked for; the line)
+Timed = tuple[int | None, int, str]
 
 
 class OutputGone(RuntimeError):
@@ -50,11 +67,11 @@ def _quiet_tracebacks() -> None:
         return
     thread_hook, main_hook = threading.excepthook, sys.excepthook
 
-    def in_thread(args: Any) -> None:
+    def in_thread(args: threading.ExceptHookArgs) -> None:
         if not isinstance(args.exc_value, OutputGone):
             thread_hook(args)
 
-    def in_main(kind: type[BaseException], value: BaseException, tb: Any) -> None:
+    def in_main(kind: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
         if isinstance(value, OutputGone):
             print(f"azure_batch: {value}", file=sys.stderr)
         else:
@@ -83,56 +100,54 @@ class AppFollower:
                 self._read_at = time.monotonic()
             return self._app
 
-    def wait(self) -> None:
-        """Until the next poll is due."""
+    def wait(self, seconds: float | None = None) -> None:
+        """Until the next poll is due (or ``seconds``, when a transient error is waited out)."""
         with self._lock:
             due = self._read_at + self.poll_seconds
-        time.sleep(max(0.05, due - time.monotonic()))
+        time.sleep(seconds if seconds is not None else max(0.05, due - time.monotonic()))
 
 
 @dataclass
 class Stream:
-    """One of a replica's files, read forward: where it is read from, and how far."""
+    """One of a replica's files, read forward: where it is read from, how far (the watch's tail of a stream),
+    and when it is read next while followed (the watch's read schedule)."""
 
     name: str
     files: Files | None = None
-    offset: int = 0
-    pending: bytes = b""
+    tail: Tail = field(default_factory=lambda: Tail(StreamCursor()))
     read_any: bool = False
     times: Times = field(default_factory=Times)
+    schedule: ReadSchedule = field(default_factory=ReadSchedule)
 
-    def take(self, data: bytes, *, final: bool) -> list[tuple[int, str]]:
-        """The complete lines in ``pending + data`` (all of it when ``final``), with their start offsets."""
-        start = self.offset - len(self.pending)
-        self.offset += len(data)
-        text = self.pending + data
-        *lines, self.pending = text.split(b"\n")
-        if final and self.pending:
-            lines.append(self.pending)
-            self.pending = b""
-        out = []
-        for line in lines:
-            out.append((start, line.decode("utf-8", errors="replace") + "\n"))
-            start += len(line) + 1
-        return out
+    def start_at(self, offset: int) -> None:
+        self.tail = Tail(StreamCursor(offset))
 
     def read_new(self, *, final: bool) -> list[tuple[int, str]] | None:
-        """Every complete line added since the last read; None: the file is not there."""
+        """Every complete line added since the last read (all of it when ``final``), with its offset in the file;
+        None: the file is not there."""
         assert self.files is not None
-        lines: list[tuple[int, str]] = []
+        starts: list[int] = []
+        lines: list[str] = []
+        tail = self.tail
         while True:
-            data = self.files.read(self.name, self.offset, self.offset + CHUNK_BYTES - 1)
+            data = self.files.read(self.name, tail.read_to, tail.read_to + CHUNK_BYTES - 1)
             if data is None:
-                return lines or None
+                if not lines:
+                    return None
+                break
             self.read_any = True
             if not data:
                 break
-            lines += self.take(data, final=False)
+            lines += tail.take(data, time.time(), final=False, starts=starts)
             if len(data) < CHUNK_BYTES:
                 break
-        if final and self.pending:
-            lines += self.take(b"", final=True)
-        return lines
+        if final and data is not None and tail.pending:
+            lines += tail.finish(starts)
+        return [(start, f"{line}\n") for start, line in zip(starts, lines, strict=True)]
+
+
+def _note(message: str) -> None:
+    print(f"azure_batch: {message}", file=sys.stderr)
 
 
 @dataclass
@@ -146,8 +161,7 @@ class ReplicaLog:
     pattern: re.Pattern[str] | None = None
     since: float | None = None
     until: float | None = None
-    note: Callable[[str], None] = lambda message: print(f"azure_batch: {message}", file=sys.stderr)
-    _files: dict[str, Stream] = field(default_factory=dict)
+    note: Callable[[str], None] = _note
 
     def _replica(self, fresh: bool) -> Replica:
         app = self.follower.app(fresh=fresh)
@@ -176,7 +190,7 @@ class ReplicaLog:
             if self._keep(written, line):
                 yield line
 
-    def _stream_lines(self, replica: Replica, name: str) -> Iterator[tuple[int | None, int, str]]:
+    def _stream_lines(self, replica: Replica, name: str) -> Iterator[Timed]:
         stream = self._open(replica, name)
         times = stream.times
         order = self.streams.index(name)
@@ -184,7 +198,7 @@ class ReplicaLog:
         if self.since is not None and times:
             start = _offset_before(times, _key(name), self.since)
         if start:
-            stream.offset = start - 1  # from the byte before: the line it ends is not one of ours
+            stream.start_at(start - 1)  # from the byte before: the line it ends is not one of ours
             first = stream.read_new(final=True)
             lines = (first or [])[1:]
         else:
@@ -219,37 +233,91 @@ class ReplicaLog:
 
     # -- followed ----------------------------------------------------------------------------------------
     def follow(self) -> Iterator[str]:
-        """Every line, as the replica writes it, until it has ended and its output is read to the end."""
-        replica = self._replica(fresh=True)
+        """Every line, as the replica writes it, until it has ended and its output is read to the end. A transient
+        error of the service is waited out as the watch waits it out; any other ends it."""
+        from airflow_provider_azbatch import config
+        from airflow_provider_azbatch.watching.outages import OutagePolicy
+
+        replica: Replica | None = self._replica(fresh=True)
+        assert replica is not None
+        streams, partial = self._followed_streams(replica)
+        policy = OutagePolicy(self.follower.reader.job_id)
+        idle_seconds = config.get_float("idle_stream_interval")
+        while True:
+            shown: list[str] = []
+            try:
+                replica = replica or self._replica(fresh=True)
+                done = replica.done  # asked before reading: the read after it gets all there is
+                over = self.until is not None and time.time() > self.until + 1
+                self._poll_streams(replica, streams, partial, shown, final=done, idle_seconds=idle_seconds)
+            except Exception as exc:
+                yield from shown
+                self.follower.wait(self._wait_out(policy, exc))
+                replica = None
+                continue
+            policy.succeeded()
+            yield from shown
+            if done or over:
+                if done and any(stream.files is None for stream in streams):
+                    raise self._gone(replica, after=any(stream.read_any for stream in streams))
+                return
+            self.follower.wait()
+            replica = None
+
+    def _followed_streams(self, replica: Replica) -> tuple[list[Stream], set[str]]:
+        """The streams to follow, and those that start inside a line: lines before ``since`` are skipped by the
+        time record there is now (a partial first line with them)."""
         streams = [Stream(name) for name in self.streams]
-        # Lines before `since`: skipped by the time record there is now (a partial first line with them).
         partial: set[str] = set()
         if self.since is not None and replica.files is not None:
             text = read_whole(replica.files, TIMES_FILE, TIMES_BYTES)
             times = Times.parse(text) if text else Times()
             for stream in streams:
                 stream.times = times
-                stream.offset = max(0, _offset_before(times, _key(stream.name), self.since) - 1)
-                if stream.offset:
+                stream.start_at(max(0, _offset_before(times, _key(stream.name), self.since) - 1))
+                if stream.tail.read_to:
                     partial.add(stream.name)
-        while True:
-            done = replica.done  # asked before reading: the read after it gets all there is
-            over = self.until is not None and time.time() > self.until + 1
-            for stream in streams:
-                lines = self._poll(replica, stream, final=done)
-                if stream.name in partial and lines:
-                    lines = lines[1:]
-                    partial.discard(stream.name)
-                for offset, line in lines:
-                    written = stream.times.time_of(_key(stream.name), offset) if stream.times else None
-                    if self._keep(written, line):
-                        yield line
-            if done or over:
-                if done and any(stream.files is None for stream in streams):
-                    raise self._gone(replica, after=any(stream.read_any for stream in streams))
-                return
-            self.follower.wait()
-            replica = self._replica(fresh=True)
+        return streams, partial
+
+    def _poll_streams(
+        self,
+        replica: Replica,
+        streams: list[Stream],
+        partial: set[str],
+        shown: list[str],
+        *,
+        final: bool,
+        idle_seconds: float,
+    ) -> None:
+        """One poll's new lines of the streams due (all of them once the replica ended), into ``shown``."""
+        for stream in streams:
+            now = time.time()
+            # Due by the middle of the next poll: read in this one (the app is read once a poll, for all replicas).
+            if not final and not stream.schedule.due(now + self.follower.poll_seconds / 2):
+                continue
+            before = stream.tail.read_to
+            lines = self._poll(replica, stream, final=final)
+            stream.schedule.read(stream.tail.read_to - before, now, self.follower.poll_seconds, idle_seconds)
+            if stream.name in partial and lines:
+                lines = lines[1:]
+                partial.discard(stream.name)
+            for offset, line in lines:
+                written = stream.times.time_of(_key(stream.name), offset) if stream.times else None
+                if self._keep(written, line):
+                    shown.append(line)
+
+    def _wait_out(self, policy: OutagePolicy, exc: Exception) -> float:
+        """Seconds to wait after a transient error of the service; any other error (or an outage too long) is
+        raised as it is."""
+        from airflow_provider_azbatch.hooks.errors import describe_error
+        from airflow_provider_azbatch.watching.outages import WaitFailed
+
+        try:
+            delay = policy.delay_after(exc, time.monotonic())
+        except WaitFailed:
+            raise exc from None
+        self.note(f"Transient error from the Batch service ({describe_error(exc)}); retrying in {delay:.1f} s")
+        return delay
 
     def _poll(self, replica: Replica, stream: Stream, *, final: bool) -> list[tuple[int, str]]:
         """New lines of the stream, from its node; once the replica ended and its node is gone, from what was

@@ -25,7 +25,7 @@ class TorchXOptionError(ValueError):
 
 
 @dataclass
-class AzureBatchOpts(StructuredOpts):
+class AzureBatchOpts(StructuredOpts):  # type: ignore[misc]  # torchx ships no type information
     conn_id: str = DEFAULT_CONN_ID
     """Airflow connection (type azbatch) of the Batch account; one connection per account. Not used when account_url is given."""  # noqa: E501
 

@@ -43,8 +43,9 @@ from airflow_provider_azbatch.torchx.states import CANCEL_REASON, FAIL_FAST_REAS
 if TYPE_CHECKING:
     from airflow_provider_azbatch.hooks.batch import AzureBatchHook
     from airflow_provider_azbatch.submission.request import JobRequest
+    from airflow_provider_azbatch.torchx.app import App, Replica
     from airflow_provider_azbatch.torchx.logs import AppFollower
-    from airflow_provider_azbatch.torchx.replicas import App, AppReader, Replica
+    from airflow_provider_azbatch.torchx.replicas import AppReader
 
 SCHEDULER = "azure_batch"
 log = logging.getLogger(__name__)
@@ -74,7 +75,7 @@ class AzureBatchJob:
         return json.dumps({"account": self.account.describe(), "app_id": self.app_id, **self.preview}, indent=2)
 
 
-class AzureBatchScheduler(WorkspaceMixin[None], Scheduler[AzureBatchOpts]):
+class AzureBatchScheduler(WorkspaceMixin[None], Scheduler[AzureBatchOpts]):  # type: ignore[misc]  # torchx is untyped
     """Runs TorchX apps as Azure Batch jobs: each role a task, several replicas a multi-instance task."""
 
     def __init__(self, session_name: str) -> None:
@@ -110,7 +111,8 @@ class AzureBatchScheduler(WorkspaceMixin[None], Scheduler[AzureBatchOpts]):
 
         cfg: dict[str, CfgVal] = {}
         config.apply(scheduler=SCHEDULER, cfg=cfg)
-        return self._resolve_cfg(cfg)
+        opts: AzureBatchOpts = self._resolve_cfg(cfg)  # torchx's Scheduler is untyped
+        return opts
 
     def _job(self, app_id: str) -> tuple[AzureBatchHook, str]:
         account, job_id = split_app_id(app_id, self._defaults())
@@ -145,7 +147,7 @@ class AzureBatchScheduler(WorkspaceMixin[None], Scheduler[AzureBatchOpts]):
         from airflow_provider_azbatch.runs.pre_submit import build_submission
         from airflow_provider_azbatch.submission.reattach import submit
 
-        job = dryrun_info.request
+        job: AzureBatchJob = dryrun_info.request  # torchx's AppDryRunInfo is untyped
         if job.request is None:
             raise ValueError(f"app {job.app_id} was read back from Batch (describe_native): it cannot be run again")
         hook = self._hook(job.account)
@@ -252,7 +254,7 @@ class AzureBatchScheduler(WorkspaceMixin[None], Scheduler[AzureBatchOpts]):
     def _failure(self, reader: AppReader, app: App, failed: Replica | None) -> str:
         """Which role and replica failed first, with what exit code, and the end of its stderr; Batch's own
         failure report when no replica says (a node, an image, the wall clock)."""
-        from airflow_provider_azbatch.torchx.replicas import last_lines
+        from airflow_provider_azbatch.torchx.files import last_lines
 
         if failed is None or failed.exit_code is None:
             return self._report(reader.hook, app)

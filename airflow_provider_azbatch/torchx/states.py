@@ -20,35 +20,42 @@ from dataclasses import dataclass
 from torchx.specs import AppState
 
 from airflow_provider_azbatch.model.records import TaskCounts
+from airflow_provider_azbatch.model.verdict import (
+    CANCEL_REASONS as CANCEL_REASONS,  # read here by torchx/replicas.py
+)
+from airflow_provider_azbatch.model.verdict import (
+    ENDED_STATES,
+    TASK_ENDED,
+    TORCHX_CANCEL,
+    TORCHX_REPLICA_FAILED,
+    job_verdict,
+)
 from airflow_provider_azbatch.torchx.records import Record
 
-# Terminate reasons that mean someone stopped the app: torchx cancel, Batch's default for a user's terminate
-# request, and a killed Airflow task (runs/lifecycle.py).
-CANCEL_REASON = "TorchXCancel"
-CANCEL_REASONS = frozenset({CANCEL_REASON, "UserTerminate", "AirflowTaskKilled"})
-# describe's terminate reason when it ends an app for a failed replica: FAIL_FAST_REASON:<role index>/<replica>:<exit>
-FAIL_FAST_REASON = "TorchXReplicaFailed"
-# A job being deleted has ended: it reads as what it ended as (SUCCEEDED, FAILED), CANCELLED only if the deletion
-# stopped it while it ran.
-DELETING = "deleting"
-ENDED_JOB_STATES = frozenset({"completed", "terminating", DELETING})
+# The terminate reasons TorchX gives: torchx cancel, and describe's when it ends an app for a failed replica
+# (FAIL_FAST_REASON:<role index>/<replica>:<exit code>). Which reasons mean someone stopped the app
+# (CANCEL_REASONS), and which job states have ended, are the verdict's.
+CANCEL_REASON = TORCHX_CANCEL
+FAIL_FAST_REASON = TORCHX_REPLICA_FAILED
+ENDED_JOB_STATES = ENDED_STATES
+
+# The verdicts of an app that is over, as TorchX states; one that is not is RUNNING once a task has started.
+_OVER = {
+    "succeeded": AppState.SUCCEEDED,
+    "failed": AppState.FAILED,
+    "timed_out": AppState.FAILED,
+    "cancelled": AppState.CANCELLED,
+    "unknown": AppState.UNKNOWN,
+}
 
 
 def app_state(job_state: str | None, terminate_reason: str | None, counts: TaskCounts) -> AppState:
-    """The app's state from its job's state, terminate reason and task counts."""
-    if job_state is None:
-        return AppState.UNKNOWN
-    ended = job_state in ENDED_JOB_STATES
-    all_done = counts.total > 0 and counts.completed == counts.total
-    if not (ended or all_done):
-        return AppState.RUNNING if counts.running or counts.completed else AppState.PENDING
-    if terminate_reason in CANCEL_REASONS:
-        return AppState.CANCELLED
-    if job_state == DELETING and terminate_reason is None and not all_done:
-        return AppState.CANCELLED  # deleted while it ran: the deletion stopped it
-    if counts.failed or not all_done or counts.succeeded < counts.total:
-        return AppState.FAILED
-    return AppState.SUCCEEDED
+    """The app's state from its job's state, terminate reason and task counts: the verdict on the job
+    (:func:`~airflow_provider_azbatch.model.verdict.job_verdict`) as a TorchX state."""
+    verdict = job_verdict(job_state, terminate_reason, counts)
+    if verdict.outcome in _OVER:
+        return _OVER[verdict.outcome]
+    return AppState.RUNNING if verdict.started else AppState.PENDING
 
 
 @dataclass(frozen=True)
@@ -59,10 +66,6 @@ class Carrier:
     result: str | None = None
     exit_code: int | None = None
     failure_code: str | None = None
-
-
-# A task or subtask ended by its job's end or a terminate request, not by its own command.
-ENDED_BY_REQUEST = "TaskEnded"
 
 
 def replica_state(index: int, carrier: Carrier, record: Record | None, *, job_ended: bool, cancelled: bool) -> AppState:
@@ -78,7 +81,7 @@ def replica_state(index: int, carrier: Carrier, record: Record | None, *, job_en
         if carrier.state == "running":
             return AppState.RUNNING
         return AppState.PENDING
-    if cancelled or carrier.failure_code == ENDED_BY_REQUEST or (record is not None and record.state == "running"):
+    if cancelled or carrier.failure_code == TASK_ENDED or (record is not None and record.state == "running"):
         if index == 0 and carrier.result == "success":
             return AppState.SUCCEEDED
         return AppState.CANCELLED

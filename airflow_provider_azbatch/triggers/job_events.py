@@ -21,7 +21,6 @@ import hashlib
 import json
 import time
 from collections.abc import AsyncIterator, Collection, Mapping, Sequence
-from datetime import datetime, timezone
 from typing import Any, Protocol
 
 from airflow.triggers.base import BaseEventTrigger, TriggerEvent
@@ -29,11 +28,10 @@ from airflow.triggers.base import BaseEventTrigger, TriggerEvent
 from airflow_provider_azbatch.compat import to_reply
 from airflow_provider_azbatch.hooks.batch_async import AzureBatchAsyncHook
 from airflow_provider_azbatch.hooks.errors import describe_error
-from airflow_provider_azbatch.hooks.translate import wire_time_iso
 from airflow_provider_azbatch.job_events.cursor import Completions, Cursor
 from airflow_provider_azbatch.job_events.filters import JobFilter
 from airflow_provider_azbatch.job_events.outcome import job_event, outcome_of
-from airflow_provider_azbatch.model.records import JobChange
+from airflow_provider_azbatch.model.records import JobChange, service_time
 from airflow_provider_azbatch.triggers import account_view
 
 # The fields of each listed job the filters and the event need (one ``$select`` with the view's own).
@@ -139,7 +137,7 @@ class AzureBatchJobCompletedTrigger(BaseEventTrigger):
         outcome: str | None = None,
         poll_interval: float = 10.0,
     ) -> None:
-        super().__init__()
+        super().__init__()  # type: ignore[no-untyped-call]  # Airflow leaves BaseTrigger.__init__ unannotated
         metadata = _decoded(metadata)
         self.filter = JobFilter.of(job_id_prefix=job_id_prefix, metadata=metadata, pool_id=pool_id, outcome=outcome)
         if not isinstance(conn_id, str) or not conn_id:
@@ -187,7 +185,7 @@ class AzureBatchJobCompletedTrigger(BaseEventTrigger):
                     if not completions.started and listening.since is not None:
                         completions.start(listening.since)
                     for change in changes.take():
-                        at = _service_time(change.at)
+                        at = service_time(change.at)
                         completions.seen(at)
                         if (
                             change.state == "completed"
@@ -275,12 +273,3 @@ class AzureBatchJobCompletedTrigger(BaseEventTrigger):
             f"outcome {self.filter.outcome}" if self.filter.outcome else None,
         ]
         return ", ".join(part for part in parts if part) or "every job"
-
-
-def _service_time(value: str) -> datetime:
-    """A listed ``stateTransitionTime`` as a moment (one that does not parse counts as long ago)."""
-    try:
-        moment = datetime.fromisoformat(wire_time_iso(value))
-    except ValueError:
-        return datetime.min.replace(tzinfo=timezone.utc)
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)

@@ -14,7 +14,7 @@ from collections.abc import Collection, Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Protocol
 
-from airflow_provider_azbatch.model.records import JobChange
+from airflow_provider_azbatch.model.records import JobChange, service_time
 
 if TYPE_CHECKING:
     from airflow_provider_azbatch.triggers.account_view import AccountView
@@ -77,7 +77,7 @@ class Listeners:
         new: list[tuple[JobChange, datetime]] = []
         listed: list[tuple[JobChange, datetime]] = []
         for change in changes:
-            at = wire_time(change.at)
+            at = service_time(change.at)
             listed.append((change, at))
             last = self._listed.get(change.id)
             if last is not None and (last[0] == change.at or last[1] > at):
@@ -101,14 +101,3 @@ class Listeners:
         """What was listed before ``since`` cannot be listed again by the next looks: no need to remember it."""
         for job_id in [job_id for job_id, (_, at) in self._listed.items() if at < since]:
             del self._listed[job_id]
-
-
-def wire_time(value: str) -> datetime:
-    """A listed ``stateTransitionTime`` as a moment (a value that does not parse counts as long ago)."""
-    from airflow_provider_azbatch.hooks.translate import wire_time_iso
-
-    try:
-        moment = datetime.fromisoformat(wire_time_iso(value))
-    except ValueError:
-        return datetime.min.replace(tzinfo=timezone.utc)
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)

@@ -14,7 +14,7 @@ class AzureBatchWaitTrigger(BaseTrigger):
     """Fires ``{"status": "retry", "reason": reason}`` at ``until`` (epoch seconds)."""
 
     def __init__(self, until: float, reason: str = "") -> None:
-        super().__init__()
+        super().__init__()  # type: ignore[no-untyped-call]  # Airflow leaves BaseTrigger.__init__ unannotated
         self.until = until
         self.reason = reason
 

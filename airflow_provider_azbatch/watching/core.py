@@ -1,7 +1,7 @@
 """The watch of one Batch job, written once for the worker and the triggerer. No I/O.
 
-Each :meth:`JobWatcher.step` is a generator of :class:`~.calls.Call` batches (see :mod:`.drivers`). What
-a step costs:
+Each :meth:`JobWatcher.step` is a generator of :class:`~airflow_provider_azbatch.model.reads.Call` batches (see
+:mod:`.drivers`). What a step costs:
 
 - always one ``taskcounts`` request; the job itself is read when the counts moved, every poll while
   tasks wait and none runs (so a job terminated from outside is noticed at the next poll), and at least
@@ -14,12 +14,8 @@ a step costs:
 - the active and the failed tasks, once no task runs and some failed, when the counts moved (see
   :mod:`.blocking`: tasks that wait on failed tasks end the watch);
 - the states of the streamed tasks, when the counts moved;
-- for each streamed task that runs: one file listing (sizes of stdout and stderr), then one ranged read
-  per stream that grew, of the new bytes only. A task whose output grew is listed every poll; one whose
-  output stays quiet less often: every poll for ``QUIET_LOOKS_PER_LEVEL`` quiet looks, then twice as far
-  apart after every ``QUIET_LOOKS_PER_LEVEL`` more, never more than ``idle_stream_seconds`` apart (the
-  longest a quiet stream's new output waits before it is seen) - as far as the look budget the watch
-  shares with others allows (see :mod:`.budget`).
+- for each streamed task that runs: one file listing, then one ranged read per stream that grew, of the new
+  bytes only, as often as its output grows (:mod:`.following`).
 
 Which output is shown, for jobs of any size: stdout and stderr of the ``streamed`` tasks (the first
 ``max_streamed_tasks`` submitted); for failed tasks, the last lines of stderr in the failure report.
@@ -28,7 +24,10 @@ Which output is shown, for jobs of any size: stdout and stderr of the ``streamed
 from __future__ import annotations
 
 from collections.abc import Collection
+from typing import Any
 
+from airflow_provider_azbatch.model import reads as read
+from airflow_provider_azbatch.model.reads import Call
 from airflow_provider_azbatch.model.records import (
     TERMINAL_JOB_STATES,
     ActiveTask,
@@ -36,38 +35,47 @@ from airflow_provider_azbatch.model.records import (
     JobStatus,
     TaskCounts,
 )
+from airflow_provider_azbatch.model.verdict import RELEASED_STATES, tasks_done
 from airflow_provider_azbatch.watching.blocking import (
     Blocked,
     blocked_by_dependencies,
     blocked_state,
 )
 from airflow_provider_azbatch.watching.budget import Unlimited
-from airflow_provider_azbatch.watching.calls import Call, Step, ask, raise_first_error
-from airflow_provider_azbatch.watching.output_follow import (
+from airflow_provider_azbatch.watching.calls import Step, ask, raise_first_error
+from airflow_provider_azbatch.watching.following import (
+    DEFAULT_IDLE_STREAM_SECONDS,
+    DEFAULT_PARTIAL_LINE_SECONDS,
+    QUIET_LOOKS_PER_LEVEL,
     RESTART_NOTICE,
     TASK_STATES,
     Emit,
     LookBudget,
-    OutputFollow,
+    OutputFollower,
     ReadKey,
-    StreamLook,
     output_prefix,
 )
 from airflow_provider_azbatch.watching.pool_looks import PoolLooks
-from airflow_provider_azbatch.watching.preemption import (
-    check_fallback,
-    track_attempts,
-)
-from airflow_provider_azbatch.watching.reads import QUIET_READS_PER_LEVEL, ReadSchedule
+from airflow_provider_azbatch.watching.preemption import check_fallback, track_attempts
+from airflow_provider_azbatch.watching.reads import ReadSchedule
 from airflow_provider_azbatch.watching.state import WatchState
-from airflow_provider_azbatch.watching.streams import Tail
+
+# What the output's room (.following) names, here where the watch's users have always found it.
+__all__ = [
+    "JOB_STATE_CHECK_SECONDS",
+    "QUIET_LOOKS_PER_LEVEL",
+    "RESTART_NOTICE",
+    "TASK_STATES",
+    "Emit",
+    "JobWatcher",
+    "LookBudget",
+    "ReadKey",
+    "format_progress",
+    "output_prefix",
+]
 
 # Even when task counts do not move, look at the job itself this often.
 JOB_STATE_CHECK_SECONDS = 60.0
-# A quiet stream is listed every poll for this many looks, then half as often, and so on.
-QUIET_LOOKS_PER_LEVEL = QUIET_READS_PER_LEVEL
-DEFAULT_IDLE_STREAM_SECONDS = 30.0
-DEFAULT_PARTIAL_LINE_SECONDS = 10.0
 
 
 def format_progress(job_id: str, counts: TaskCounts, expected: int | None) -> str:
@@ -78,9 +86,9 @@ def format_progress(job_id: str, counts: TaskCounts, expected: int | None) -> st
     )
 
 
-class JobWatcher(PoolLooks, OutputFollow):
+class JobWatcher(PoolLooks):
     """What to ask the service next about one job, and what the answers mean (its pool's part:
-    :class:`~.pool_looks.PoolLooks`; its output's: :class:`~.output_follow.OutputFollow`)."""
+    :class:`~.pool_looks.PoolLooks`; its output's: :class:`~.following.OutputFollower`)."""
 
     def __init__(
         self,
@@ -96,12 +104,6 @@ class JobWatcher(PoolLooks, OutputFollow):
     ) -> None:
         self.state = state
         self.emit = emit
-        self.stream_output = stream_output
-        self.poll_interval = poll_interval
-        self.max_read_bytes = max_read_bytes
-        self.idle_stream_seconds = idle_stream_seconds
-        self.partial_line_seconds = partial_line_seconds
-        self.look_budget: LookBudget = look_budget or Unlimited()
         # Scheduling of this process's own looks: not part of the state (a resumed watch looks at once).
         self.last_job_check: float | None = None
         self.last_pool_check: float | None = None
@@ -111,14 +113,27 @@ class JobWatcher(PoolLooks, OutputFollow):
         self.job_state_watched = False
         # The task counts at the last look at the job's dependencies (looked at again when they move).
         self._dependencies_seen_at: dict[str, int] | None = None
-        self._tails: dict[tuple[str, str], Tail] = {}
-        self._looks: dict[str, StreamLook] = {}
-        # When each followed stream is read next, for a scheduler that grants reads (see read_schedules).
-        self._schedules: dict[ReadKey, ReadSchedule] = {}
-        # Whether the counts moved at the last look at the job; the output requests of the last poll.
+        # Whether the counts moved at the last look at the job.
         self.last_look_moved = False
-        self.output_requests = 0
-        self._saved: dict[tuple[str, str], tuple[int, str | None, bool]] = {}
+        self.output = OutputFollower(
+            state,
+            emit,
+            stream_output=stream_output,
+            poll_interval=poll_interval,
+            max_read_bytes=max_read_bytes,
+            idle_stream_seconds=idle_stream_seconds,
+            partial_line_seconds=partial_line_seconds,
+            look_budget=look_budget or Unlimited(),
+        )
+
+    @property
+    def look_budget(self) -> LookBudget:
+        """The looks at quiet streams this watch shares with others."""
+        return self.output.look_budget
+
+    @look_budget.setter
+    def look_budget(self, value: LookBudget) -> None:
+        self.output.look_budget = value
 
     # -- one poll -----------------------------------------------------------------------------------
     def step(self, now: float) -> Step[bool]:
@@ -145,9 +160,9 @@ class JobWatcher(PoolLooks, OutputFollow):
     def _look_at_job(self, now: float) -> Step[None]:
         state = self.state
         check_job = self._job_check_due(now)
-        calls = [Call("get_task_counts", (state.job_id,))]
+        calls: list[Call[Any]] = [read.get_task_counts(state.job_id)]
         if check_job:
-            calls.append(Call("get_job_status", (state.job_id,)))
+            calls.append(read.get_job_status(state.job_id))
         results = yield calls
         raise_first_error(results)
         first = state.counts is None
@@ -157,12 +172,12 @@ class JobWatcher(PoolLooks, OutputFollow):
         if check_job:
             self._observe_job(results[1], now)
         elif moved and not self.all_tasks_done() and not self.job_state_watched:
-            (status,) = yield from ask(Call("get_job_status", (state.job_id,)))
+            (status,) = yield from ask(read.get_job_status(state.job_id))
             self._observe_job(status, now)
         if self._dependency_check_due():
             self._dependencies_seen_at = state.counts
             active, failed = yield from ask(
-                Call("list_active_dependencies", (state.job_id,)), Call("list_failed_tasks", (state.job_id,))
+                read.list_active_dependencies(state.job_id), read.list_failed_tasks(state.job_id)
             )
             self._observe_dependencies(active, failed)
         if state.spot is not None and not self.all_tasks_done() and state.job_state not in TERMINAL_JOB_STATES:
@@ -174,15 +189,15 @@ class JobWatcher(PoolLooks, OutputFollow):
             yield from self._sample_nodes(now)
         refresh = self._tasks_to_refresh()
         if refresh and (moved or any(state.task_states.get(task) is None for task in refresh)):
-            (states,) = yield from ask(Call("list_task_states", (state.job_id, tuple(refresh))))
+            (states,) = yield from ask(read.list_task_states(state.job_id, tuple(refresh)))
             state.task_states.update(states)
 
     def _output_then_over(self, now: float) -> Step[bool]:
         """Show the streamed tasks' new output; True once the job is over and its output shown to the end."""
         try:
-            yield from self._follow_output(now)
+            yield from self.output.follow(now)
         finally:
-            self._save_cursors()
+            self.output.save_cursors()
         return self.job_over() and not self.unfinished_output()
 
     def following(self) -> bool:
@@ -249,11 +264,9 @@ class JobWatcher(PoolLooks, OutputFollow):
 
     def all_tasks_done(self) -> bool:
         counts = self.state.counts
-        if counts is None or counts["active"] or counts["running"]:
-            return False
         # A job watched from outside (the sensor) has no known size: it needs at least one task.
         expected = self.state.expected_tasks if self.state.expected_tasks is not None else 1
-        return counts["completed"] >= expected
+        return counts is not None and tasks_done(TaskCounts.from_json(counts), expected)
 
     def job_over(self) -> bool:
         """Every task finished (and the job's release task ran), the job ended (terminated, hit its wall clock)
@@ -262,19 +275,29 @@ class JobWatcher(PoolLooks, OutputFollow):
         if state.blocked is not None:
             return True
         if state.has_release:
-            return state.job_state in ("completed", "deleting")
+            return state.job_state in RELEASED_STATES
         return self.all_tasks_done() or state.job_state in TERMINAL_JOB_STATES
 
+    # -- output (:mod:`.following`) --------------------------------------------------------------------
+    def _tasks_to_refresh(self) -> list[str]:
+        return self.output.tasks_to_refresh()
 
-__all__ = [
-    "JOB_STATE_CHECK_SECONDS",
-    "QUIET_LOOKS_PER_LEVEL",
-    "RESTART_NOTICE",
-    "TASK_STATES",
-    "Emit",
-    "JobWatcher",
-    "LookBudget",
-    "ReadKey",
-    "format_progress",
-    "output_prefix",
-]
+    def unfinished_output(self) -> bool:
+        """A finished streamed task whose output is not shown to the end yet."""
+        return self.output.unfinished_output()
+
+    def read_schedules(self, now: float) -> dict[ReadKey, ReadSchedule]:
+        """The reads this watch wants, for a scheduler that grants reads to many watches (see
+        :meth:`.following.OutputFollower.read_schedules`); :meth:`look` or :meth:`read` makes those granted."""
+        return self.output.read_schedules(now)
+
+    def _granted_output(self, now: float, grants: Collection[ReadKey]) -> Step[bool]:
+        """The granted reads, and a finished task's output to its end; True once the job is over and its output
+        shown to the end. ``output.requests`` counts the requests they took."""
+        self.output.requests = 0
+        try:
+            if self.output.stream_output:
+                yield from self.output.read_granted(now, grants)
+        finally:
+            self.output.save_cursors()
+        return self.job_over() and not self.unfinished_output()

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from airflow_provider_azbatch import config
 from airflow_provider_azbatch.watching.core import JobWatcher
 from airflow_provider_azbatch.watching.output_log import log_emitter
 from airflow_provider_azbatch.watching.state import WatchState
 
+if TYPE_CHECKING:
+    from airflow_provider_azbatch.compat import Log
 
-def configured_watcher(state: WatchState, log: Any, *, stream_output: bool, poll_interval: float) -> JobWatcher:
+
+def configured_watcher(state: WatchState, log: Log, *, stream_output: bool, poll_interval: float) -> JobWatcher:
     return JobWatcher(
         state,
         log_emitter(log),

@@ -39,23 +39,23 @@ def gap_line(job_id: str, gap: Gap) -> tuple[str, str] | None:
     error = gap.error
     if error is not None and is_transient(error):
         return None
-    pool_id = str(gap.call.args[0])
-    serves = SERVES.get(gap.call.method, "what it would report is not")
+    pool_id = str(gap.call.pool_id)
+    serves = SERVES.get(gap.call.name, "what it would report is not")
     gone = error is None or isinstance(error, ResourceNotFoundError)
     status = 404 if gone else getattr(error, "status_code", None)
     if status == 404:
         cause = "404 PoolNotFound" if error is None else f"404 {describe_error(error)}"
         line = f"Batch job {job_id}: pool {pool_id} is gone ({cause}): {serves} from now on"
-        return gap_key(pool_id, "gone", gap.call.method), line
+        return gap_key(pool_id, "gone", gap.call.name), line
     assert error is not None
     if status == 403:
         line = (
             f"Batch job {job_id}: the nodes of pool {pool_id} cannot be read with this connection's credential "
             f"(403 {describe_error(error)}): the job is watched as before, but {serves}. Fix: {FIX_REFUSED}"
         )
-        return gap_key(pool_id, "refused", gap.call.method), line
+        return gap_key(pool_id, "refused", gap.call.name), line
     line = f"Batch job {job_id}: pool {pool_id} could not be read ({describe_error(error)}): {serves}"
-    return gap_key(pool_id, "failed", gap.call.method), line
+    return gap_key(pool_id, "failed", gap.call.name), line
 
 
 def nodes_unread(state: WatchState, pool_id: str) -> bool:

@@ -36,6 +36,6 @@ def log_emitter(job_log: Any) -> Emit:
 
 def show_event_lines(event: Mapping[str, Any], emit: Emit) -> None:
     """Print the output lines a trigger's event carries: those of its last poll, which the trigger leaves to
-    the task (``triggers/job.py``, ``PollLines``)."""
+    the task (``triggers/watch_events.py``, ``PollLines``)."""
     for task_id, line in event.get("lines") or ():
         emit(task_id, line)

@@ -11,7 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from airflow_provider_azbatch.enums import enum_value
-from airflow_provider_azbatch.watching.calls import Call, Gap, Step, ask
+from airflow_provider_azbatch.model import reads as read
+from airflow_provider_azbatch.model.reads import Call
+from airflow_provider_azbatch.watching.calls import Gap, Step, ask
 
 STUCK_NODE_STATES = ("starttaskfailed", "unusable")
 START_TASK_STDERR = "startup/stderr.txt"
@@ -96,19 +98,17 @@ def diagnose(pool: Any, stuck_nodes: list[Any], stderr_tail: list[str], idle_nod
 def check_pool(pool_id: str) -> Step[PoolProblem | Gap | None]:
     """Look at the pool (and its stuck nodes); the problem that keeps the job from running, if any (a
     :class:`~.calls.Gap`: the pool could not be read, so no problem can be told)."""
-    pool, stuck = yield from ask(
-        Call("get_pool_snapshot", (pool_id,)), Call("list_nodes_in_states", (pool_id, STUCK_NODE_STATES))
-    )
+    pool, stuck = yield from ask(read.get_pool_snapshot(pool_id), read.list_nodes_in_states(pool_id, STUCK_NODE_STATES))
     for answer in (pool, stuck):
         if isinstance(answer, Gap):
             return answer
     if pool is None:
         return PoolProblem(f"Pool {pool_id} does not exist (it was deleted, or never created)")
-    calls = []
+    calls: list[Call[Any]] = []
     if stuck:
-        calls.append(Call("read_node_file_tail", (pool_id, stuck[0].id, START_TASK_STDERR, STDERR_TAIL_BYTES)))
+        calls.append(read.read_node_file_tail(pool_id, stuck[0].id, START_TASK_STDERR, STDERR_TAIL_BYTES))
     if pool.resize_errors:
-        calls.append(Call("list_nodes_in_states", (pool_id, ("idle",))))
+        calls.append(read.list_nodes_in_states(pool_id, ("idle",)))
     results = (yield from ask(*calls)) if calls else []
     tail: list[str] = []
     if stuck and results[0] is not None and not isinstance(results[0], Gap):

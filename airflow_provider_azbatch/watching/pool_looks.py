@@ -11,10 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime, timezone
 
+from airflow_provider_azbatch.model import reads as read
 from airflow_provider_azbatch.model.records import TERMINAL_JOB_STATES, NodeTimes, SideTaskRun
 from airflow_provider_azbatch.watching import idle_time
 from airflow_provider_azbatch.watching.blocking import blocked_state, preparation_blocks_all
-from airflow_provider_azbatch.watching.calls import Call, Gap, Step, ask
+from airflow_provider_azbatch.watching.calls import Gap, Step, ask
 from airflow_provider_azbatch.watching.gaps import gap_line
 from airflow_provider_azbatch.watching.pool_health import PoolProblem, check_pool
 from airflow_provider_azbatch.watching.preemption import SpotFallbackDue, fallback_available
@@ -92,9 +93,7 @@ class PoolLooks:
     def _check_preparation(self, pool_id: str) -> Step[None]:
         """Tasks wait and none runs: did the job preparation task fail on every node of the pool?"""
         state = self.state
-        runs, pool = yield from ask(
-            Call("list_preparation_status", (state.job_id,)), Call("get_pool_snapshot", (pool_id,))
-        )
+        runs, pool = yield from ask(read.list_preparation_status(state.job_id), read.get_pool_snapshot(pool_id))
         if isinstance(pool, Gap):
             self.say_gap(pool)
             return
@@ -102,7 +101,7 @@ class PoolLooks:
         failed: list[SideTaskRun] = preparation_blocks_all(runs, current)
         if not failed:
             return
-        (active,) = yield from ask(Call("list_active_dependencies", (state.job_id,)))
+        (active,) = yield from ask(read.list_active_dependencies(state.job_id))
         ids = [task.id for task in active]
         state.blocked = blocked_state(
             "preparation", ids, len(ids), nodes=[run.to_json() for run in failed[:NAMED_PREPARATION_FAILURES]]
@@ -133,7 +132,7 @@ class PoolLooks:
         state = self.state
         assert state.pool_id is not None
         self.last_node_sample = now
-        (nodes,) = yield from ask(Call("list_pool_nodes", (state.pool_id,)))
+        (nodes,) = yield from ask(read.list_pool_nodes(state.pool_id))
         if isinstance(nodes, Gap):
             self.nodes_unread_at = now
             self.say_gap(nodes)
@@ -141,7 +140,7 @@ class PoolLooks:
         if nodes is None:  # the pool is gone: so are its nodes (counted up to now), and nothing to ask again soon
             self.nodes_unread_at = now
             if not self.all_tasks_done():
-                self.say_gap(Gap(Call("list_pool_nodes", (state.pool_id,)), None))
+                self.say_gap(Gap(read.list_pool_nodes(state.pool_id), None))
         self.observe_nodes(nodes, now)
         idle_time.sample(state, state.pool_id, nodes, now)
 

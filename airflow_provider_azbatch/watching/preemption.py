@@ -23,8 +23,9 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from airflow_provider_azbatch.model import reads as read
 from airflow_provider_azbatch.model.records import NodeTimes, TaskAttempt
-from airflow_provider_azbatch.watching.calls import Call, Gap, Step, ask
+from airflow_provider_azbatch.watching.calls import Gap, Step, ask
 from airflow_provider_azbatch.watching.state import WatchState
 
 
@@ -110,13 +111,13 @@ def track_attempts(state: WatchState, now: float, emit: Callable[[str | None, st
     counts = state.counts or {}
     if not tracked and not counts.get("running"):
         return
-    (running,) = yield from ask(Call("list_task_attempts", (state.job_id, None)))
+    (running,) = yield from ask(read.list_task_attempts(state.job_id, None))
     ended = [task for task, seen in tracked.items() if task not in running or running[task].start != seen["start"]]
     if ended:
         gone = tuple(task for task in ended if task not in running)
         now_states: dict[str, TaskAttempt] = dict(running)
         if gone:
-            (listed,) = yield from ask(Call("list_task_attempts", (state.job_id, gone)))
+            (listed,) = yield from ask(read.list_task_attempts(state.job_id, gone))
             now_states.update(listed)
         requeued = [
             task
@@ -126,7 +127,7 @@ def track_attempts(state: WatchState, now: float, emit: Callable[[str | None, st
             and now_states[task].retry_count <= tracked[task]["retry"]
         ]
         if requeued and state.pool_id is not None:
-            (nodes,) = yield from ask(Call("list_pool_nodes", (state.pool_id,)))
+            (nodes,) = yield from ask(read.list_pool_nodes(state.pool_id))
             # Nodes that could not be read (a Gap, said by the node samples): the requeues without their nodes.
             by_id = {node.id: node for node in nodes or []} if not isinstance(nodes, Gap) else {}
             for task in requeued:

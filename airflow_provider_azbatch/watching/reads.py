@@ -45,7 +45,8 @@ def quiet_wait(quiet: int, poll_interval: float, cap: float) -> float:
     if not quiet:
         return poll_interval
     level = quiet // QUIET_READS_PER_LEVEL
-    return min(max(cap, poll_interval), poll_interval * (2**level))
+    growth: int = 2**level  # typeshed types int ** int as Any (a negative power is a float)
+    return min(max(cap, poll_interval), poll_interval * growth)
 
 
 @dataclass

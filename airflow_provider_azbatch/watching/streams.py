@@ -86,24 +86,23 @@ class Tail:
         """The file could not be read directly (gone, or not the one read so far): list the task's files next."""
         self.known_size = None
 
-    def take(self, data: bytes, now: float, *, final: bool) -> list[str]:
-        """Lines completed by ``data`` (the bytes at ``read_to``). ``final``: the task ended."""
+    def take(self, data: bytes, now: float, *, final: bool, starts: list[int] | None = None) -> list[str]:
+        """Lines completed by ``data`` (the bytes at ``read_to``). ``final``: the task ended. ``starts``: the file
+        offset of each line is appended to it."""
         if data:
             self.last_byte = data[-1]
         self.pending += data
         at_end = self.known_size is None or self.read_to >= self.known_size
-        lines, used = split_lines(bytes(self.pending), final=final and at_end)
-        self._advance(used)
+        lines, used = self._split(final=final and at_end, starts=starts)
         if self.pending and (used or self.pending_since is None):
             self.pending_since = now  # an unfinished line starts here
         if final and at_end and not self.pending:
             self.cursor.done = True
         return lines
 
-    def finish(self) -> list[str]:
+    def finish(self, starts: list[int] | None = None) -> list[str]:
         """The task ended and its file was read to the end (or is gone): show what is left, and stop."""
-        lines, used = split_lines(bytes(self.pending), final=True)
-        self._advance(used)
+        lines, _ = self._split(final=True, starts=starts)
         self.cursor.done = True
         return lines
 
@@ -113,9 +112,19 @@ class Tail:
             return []
         if now - self.pending_since < partial_line_seconds:
             return []
-        lines, used = split_lines(bytes(self.pending), final=True)
-        self._advance(used)
+        lines, _ = self._split(final=True)
         return lines
+
+    def _split(self, *, final: bool, starts: list[int] | None = None) -> tuple[list[str], int]:
+        """The lines of the pending bytes, which are then used, and how many bytes (``starts``: their file offsets
+        are appended to it)."""
+        offset = self.cursor.offset
+        found: list[int] | None = [] if starts is not None else None
+        lines, used = split_lines(bytes(self.pending), final=final, starts=found)
+        self._advance(used)
+        if starts is not None and found:
+            starts.extend(offset + start for start in found)
+        return lines, used
 
     def _advance(self, used: int) -> None:
         if used:

@@ -8,9 +8,13 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING
 
 from airflow_provider_azbatch import config
+
+if TYPE_CHECKING:
+    from airflow_provider_azbatch.compat import Log
+    from airflow_provider_azbatch.hooks.batch import AzureBatchHook
 
 
 @dataclass(frozen=True)
@@ -44,7 +48,7 @@ class StagedFile:
         return self.task_ids is None or task_id in self.task_ids
 
 
-def stage_files(hook: Any, files: Sequence[FileForTasks], lifetime: timedelta, log: Any) -> list[StagedFile]:
+def stage_files(hook: AzureBatchHook, files: Sequence[FileForTasks], lifetime: timedelta, log: Log) -> list[StagedFile]:
     """Upload each file unless a blob of its content is there already; their read-only URLs."""
     if not files:
         return []

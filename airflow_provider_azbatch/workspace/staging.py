@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_provider_azbatch import config
 from airflow_provider_azbatch.specs.job_side_tasks import JobSideTask
@@ -14,14 +14,18 @@ from airflow_provider_azbatch.specs.workspace import Workspace
 from airflow_provider_azbatch.workspace.delivery import StagedWorkspace
 from airflow_provider_azbatch.workspace.packing import PackedWorkspace, pack
 
+if TYPE_CHECKING:
+    from airflow_provider_azbatch.compat import Log
+    from airflow_provider_azbatch.hooks.batch import AzureBatchHook
+
 
 def stage_workspaces(
-    hook: Any,
+    hook: AzureBatchHook,
     specs: Sequence[TaskSpec | JobSideTask],
     default: Workspace | None,
     base_dir: Path,
     lifetime: timedelta,
-    log: Any,
+    log: Log,
 ) -> tuple[dict[str, StagedWorkspace], list[PackedWorkspace]]:
     """(staged workspace by task id, every distinct workspace packed). An archive already staged under its
     content hash is not uploaded again. Job preparation and release tasks get the job's workspace."""
@@ -49,7 +53,7 @@ def stage_workspaces(
 
 
 def _stage(
-    hook: Any, workspace: Workspace, directory: Path, field: str, lifetime: timedelta, log: Any
+    hook: AzureBatchHook, workspace: Workspace, directory: Path, field: str, lifetime: timedelta, log: Log
 ) -> tuple[StagedWorkspace, PackedWorkspace]:
     max_mb = workspace.max_mb if workspace.max_mb is not None else config.get_float("workspace_max_mb")
     packed = pack(directory, ignore=workspace.ignore, max_bytes=int(max_mb * 1_000_000), field=field)

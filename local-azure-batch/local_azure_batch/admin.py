@@ -16,6 +16,9 @@ GET | PUT    /_emulator/spot       {"capacity": N}: Spot nodes of the account th
                                    limit (model/spot.py)
 POST         /_emulator/pools/{poolId}/nodes/{nodeId}/preempt
                                    Azure takes the Spot node's VM back: the node is preempted, its tasks requeued
+POST         /_emulator/pools/{poolId}/nodes/{nodeId}/unusable
+                                   {"code": ..., "message": ..., "errorDetails": [{"name": ..., "value": ...}]}:
+                                   the node fails, unusable with that error, its tasks requeued (model/node_faults.py)
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from aiohttp import web
 from .faults import FaultInjector, FaultSpecError
 from .model.account import HOST_LIST_ORDERS, ServiceSettings
 from .model.errors import BatchServiceError
+from .model.node_faults import make_unusable
 from .rest.urls import OPERATIONS
 
 if TYPE_CHECKING:
@@ -58,6 +62,7 @@ def admin_routes(server: LocalBatchServer) -> list[web.RouteDef]:
         web.get("/_emulator/spot", admin.spot),
         web.put("/_emulator/spot", admin.put_spot),
         web.post("/_emulator/pools/{pool_id}/nodes/{node_id}/preempt", admin.preempt),
+        web.post("/_emulator/pools/{pool_id}/nodes/{node_id}/unusable", admin.unusable),
     ]
 
 
@@ -187,6 +192,20 @@ class _Admin:
             return web.json_response({"error": exc.message, "code": exc.code}, status=exc.status)
         return web.json_response({"pool": node.pool.id, "node": node.id, "state": node.state})
 
+    async def unusable(self, request: web.Request) -> web.Response:
+        try:
+            error = _node_error(json.loads(await request.text() or "{}"))
+        except (json.JSONDecodeError, ValueError) as exc:
+            return web.json_response({"error": str(exc)}, status=400)
+        service = self.server.service
+        assert service is not None
+        try:
+            node = service.account.node(request.match_info["pool_id"], request.match_info["node_id"])
+            make_unusable(service.account, node, [error])
+        except BatchServiceError as exc:
+            return web.json_response({"error": exc.message, "code": exc.code}, status=exc.status)
+        return web.json_response({"pool": node.pool.id, "node": node.id, "state": node.state, "errors": node.errors})
+
     def _storage(self) -> dict[str, dict[str, str]]:
         settings = self._settings()
         return {name: dict(getattr(settings, setting)) for name, setting in STORAGE.items()}
@@ -198,3 +217,25 @@ class _Admin:
     def _quota(self) -> dict[str, int | None]:
         settings = self._settings()
         return {name: getattr(settings, setting) for name, setting in QUOTAS.items()}
+
+
+def _node_error(body: object) -> dict[str, object]:
+    """A node error as the service shows it in a node's ``errors``, from an administration request's body."""
+    usage = (
+        'give {"code": "...", "message": "...", "errorDetails": [{"name": "...", "value": "..."}]}'
+        " (errorDetails may be left out)"
+    )
+    if not isinstance(body, dict) or set(body) - {"code", "message", "errorDetails"}:
+        raise ValueError(usage)
+    code, message, details = body.get("code"), body.get("message"), body.get("errorDetails", [])
+    texts = isinstance(code, str) and code.strip() and isinstance(message, str) and message.strip()
+    pairs = isinstance(details, list) and all(
+        isinstance(item, dict) and set(item) == {"name", "value"} and all(isinstance(x, str) for x in item.values())
+        for item in details
+    )
+    if not texts or not pairs:
+        raise ValueError(usage)
+    error: dict[str, object] = {"code": code, "message": message}
+    if details:
+        error["errorDetails"] = details
+    return error

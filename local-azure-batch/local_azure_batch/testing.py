@@ -23,7 +23,7 @@ import time
 import urllib.parse
 import urllib.request
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -137,6 +137,17 @@ class LocalBatchService:
         """Take a Spot node's VM back, as Azure does: the node is ``preempted``, its running tasks are requeued; it
         comes back (same id) when there is Spot capacity."""
         self._admin("POST", f"pools/{pool_id}/nodes/{node_id}/preempt", "")
+
+    def make_unusable(
+        self, pool_id: str, node_id: str, code: str, message: str, details: Mapping[str, str] | None = None
+    ) -> dict[str, Any]:
+        """Fail a node as Batch does when it cannot run tasks on it: ``unusable``, its ``errors`` the one given
+        (``details``: its errorDetails, name to value), its running tasks requeued. Returns the node's pool, id,
+        state and errors."""
+        error: dict[str, Any] = {"code": code, "message": message}
+        if details:
+            error["errorDetails"] = [{"name": name, "value": value} for name, value in details.items()]
+        return self._admin("POST", f"pools/{pool_id}/nodes/{node_id}/unusable", json.dumps(error))
 
     def log_text(self) -> str:
         return "\n".join(self.output)

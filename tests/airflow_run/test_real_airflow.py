@@ -232,7 +232,10 @@ def _terminations(batch, job_id: str) -> list[dict]:
     return batch.request_log(jobs=[job_id], operations=["Jobs_TerminateJob"])
 
 
-def test_marking_a_deferred_task_failed_terminates_its_job(cluster, batch, batch_client):
+def test_marking_a_deferred_task_failed_terminates_its_job(cluster, batch, batch_client, capsys):
+    """Bounds the kill on each line, and prints its figure (docs/reference/airflow-lines.md quotes them) as one
+    line, ``kill figure: Airflow <version>: ...``, in the output of ``make compat-deployment LINE=<line>`` (and of
+    ``make test`` on the newest line)."""
     from azure.batch import models as m
 
     run_id = cluster.trigger(DAG_ID, {"steps": 400})
@@ -251,8 +254,14 @@ def test_marking_a_deferred_task_failed_terminates_its_job(cluster, batch, batch
     assert job.execution_info.termination_reason == "AirflowTaskKilled"
     (terminate,) = _terminations(batch, job_id)
     delay = terminate["at"] - marked_at
-    print(f"marked failed -> terminate request: {delay:.1f} s")
+    ended = job.execution_info.end_time.timestamp() - marked_at
+    with capsys.disabled():
+        print(
+            f"\nkill figure: Airflow {compat.AIRFLOW_VERSION}: marked failed -> terminate request {delay:.1f} s, "
+            f"-> job completed {ended:.1f} s"
+        )
     assert delay <= POLL_INTERVAL + KILL_BOUND
+    assert ended <= POLL_INTERVAL + KILL_BOUND + 1
     wait_until(
         lambda: any(
             "Terminated Batch job" in line and "the task was marked failed" in line

@@ -58,9 +58,9 @@ HEARTBEAT = 5
 HEALTH_CHECK = 30
 QUOTA_RETRY = 20
 PER_LOOP = 10
-# The trigger writes no checkpoint in the first 10 s after the task deferred (triggers/job.py FRESH_SECONDS).
+# The trigger writes no checkpoint in the first 10 s after the task deferred (triggers/checkpoints.py FRESH_SECONDS).
 FRESH = 10
-# What a trigger back from a stall logs when it finds that another trigger took its job over (triggers/job.py).
+# What a trigger back from a stall logs when it finds that another trigger took its job over (triggers/handover.py).
 STANDS_BY = "This triggerer stalled for "
 CANCELLED = "Trigger cancelled by user action"
 # Airflow's record of a cancellation can be lost (the triggerer closes a trigger's log file when its runner reports

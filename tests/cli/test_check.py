@@ -73,7 +73,7 @@ def test_json_for_scripts_and_exit_1_when_not_ready(local_batch_service, azurite
     connection["password"] = WRONG_KEY
     monkeypatch.setenv("AIRFLOW_CONN_AZBATCH_CHECK", json.dumps(connection))
 
-    result = cli("check", "--conn-id", "azbatch_check", "--output", "json")
+    result = cli("check", "--conn-id", "azbatch_check", "--no-dags", "--output", "json")
 
     assert result.code == 1
     report = json.loads(result.out)
@@ -100,10 +100,18 @@ def test_wrong_arguments_exit_2(azbatch_default, cli):
 
 
 def test_airflow_azbatch_check_and_python_m_run_as_a_user_runs_them(with_storage, airflow_cli):
-    command = airflow_cli("check", "--conn-id", "azbatch_check", "-o", "json")
+    command = airflow_cli("check", "--conn-id", "azbatch_check", "--no-dags", "-o", "json")
     env = {k: v for k, v in os.environ.items() if k != "AIRFLOW__CORE__UNIT_TEST_MODE"}
     module = subprocess.run(
-        [sys.executable, "-m", "airflow_provider_azbatch.preflight", "--conn-id", "azbatch_check", "--strict"],
+        [
+            sys.executable,
+            "-m",
+            "airflow_provider_azbatch.preflight",
+            "--conn-id",
+            "azbatch_check",
+            "--no-dags",
+            "--strict",
+        ],
         env=env,
         capture_output=True,
         text=True,

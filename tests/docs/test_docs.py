@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
 import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 from functools import partial
 from pathlib import Path
 from types import ModuleType
@@ -55,6 +57,31 @@ def _run_by_ci(make_target: str, runs: str) -> None:
     assert examples, "the Makefile has no target compat-examples"
     assert runs in examples.group(1), f".ci/run runs neither make {make_target} nor {runs}"
     assert "make compat-examples" in ci
+
+
+def _runs_make_demo() -> None:
+    """``make demo`` as make would run it (``make -n``): its venv's install, then a script, which runs here with this
+    venv and must succeed (its install from the public index alone is CI's: .ci/run, demo_public_index)."""
+    planned = subprocess.run(
+        ["make", "--no-print-directory", "-n", "demo", f"PYTHON={sys.executable}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        # Under `make test` the outer make's flags would make this one say where it enters and leaves.
+        env={k: v for k, v in os.environ.items() if k not in {"MAKEFLAGS", "MAKELEVEL", "MFLAGS"}},
+    )
+    assert planned.returncode == 0, planned.stderr
+    *_, last = planned.stdout.strip().splitlines()
+    interpreter, *script = shlex.split(last)
+    assert interpreter.endswith("/bin/python"), last
+    assert script == ["scripts/demo.py"], last
+    with tempfile.TemporaryDirectory(prefix="docs-demo-") as home:
+        command = [sys.executable, *script, "--home", home]
+        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "== Done: 1 of 1 DAG(s) succeeded" in done.stdout
+    _run_by_ci("demo", "scripts/demo.py")
 
 
 def _is_a_test(node_id: str) -> None:
@@ -106,12 +133,18 @@ def _checked_against_the_az_table(where: str, command: str) -> None:
         assert not unchecked, f"{where}: {invocation.name} {sorted(unchecked)} were never checked against the CLI"
 
 
-def _system_tests(target: str) -> None:
-    """``pytest tests/system`` runs the system-test DAGs (make test runs tests/), each for ``target``."""
-    from tests.system import conftest as system
-
-    assert sorted((ROOT / "tests" / "system").glob("example_*.py")), "tests/system holds no system-test DAG"
-    assert target in system.TARGETS
+def _system_tests(target: str, *selection: str) -> None:
+    """The page's ``pytest tests/system`` (``selection``: its ``-k azure``), collected as written: it selects each
+    system-test DAG's case for ``target``, and make test runs tests/."""
+    dags = sorted(path.name for path in (ROOT / "tests" / "system").glob("example_*.py"))
+    assert dags, "tests/system holds no system-test DAG"
+    command = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:randomly", "tests/system", *selection]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    selected = {line for line in done.stdout.splitlines() if "::" in line}
+    assert {f"tests/system/{dag}::test_run[{target}]" for dag in dags} <= selected, selected
+    if selection:  # only those: the page promises runs against the account
+        assert all(line.endswith(f"[{target}]") for line in selected), selected
     _run_by_ci("test", "pytest")
 
 
@@ -124,13 +157,13 @@ COMMANDS = {
     # The system tests (docs/howto/system-tests.md): against the local service in CI, a real account by choice.
     ".venv/bin/pytest tests/system": lambda: _system_tests("local"),
     'export AZBATCH_SYSTEM_TEST_CONN="$(cat azbatch-default.json)"': lambda: [
-        _system_tests("azure"),
+        _system_tests("azure", "-k", "azure"),
         _is_a_test(
             "tests/system/test_teardown_always_runs.py::test_the_account_the_variable_names_is_the_one_the_dags_run_on"
         ),
     ],
-    ".venv/bin/pytest tests/system -k azure": lambda: _system_tests("azure"),
-    "make demo": lambda: _run_by_ci("demo", "scripts/demo.py"),  # .ci/run: make compat-examples, every line
+    ".venv/bin/pytest tests/system -k azure": lambda: _system_tests("azure", "-k", "azure"),
+    "make demo": _runs_make_demo,
     "make test": lambda: _run_by_ci("test", "pytest"),
     # The local Batch service, installed by `make venv` from the checkout; `make test` runs its suite.
     "pip install ./local-azure-batch": lambda: _run_by_ci("test", "$(SERVICE)/tests"),

@@ -13,7 +13,7 @@ pytest.importorskip("torchx", reason="the training example needs the [torchx] ex
 
 from airflow_provider_azbatch.compute.catalog import load_catalog
 from airflow_provider_azbatch.compute.requirements import select_vm_size
-from airflow_provider_azbatch.torchx.mapping import requirements_of
+from airflow_provider_azbatch.torchx.resources import requirements_of
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "tutorials" / "gpu-training.md"

@@ -63,3 +63,21 @@ def test_the_package_urls_lead_to_the_hosted_site():
         assert url.startswith(site), f"{name}: {url}"
         page = url.removeprefix(site).removeprefix("en/latest/").removesuffix(".html")
         assert not page or (ROOT / "docs" / f"{page}.md").is_file(), f"{name}: the site has no page {page}"
+
+
+def test_each_module_the_api_reference_leaves_out_exists():
+    """A module moved to another package would otherwise slip into the API reference unnoticed (and a name that
+    no longer matches anything leaves it in)."""
+    import ast
+
+    conf = (ROOT / "docs" / "conf.py").read_text(encoding="utf-8")
+    tree = ast.parse(conf)
+    (ignored,) = [
+        node.value
+        for node in tree.body
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "autoapi_ignore" for t in node.targets)
+    ]
+    patterns = ast.literal_eval(ignored)
+    package = ROOT / "airflow_provider_azbatch"
+    missing = [pattern for pattern in patterns if not list(package.glob(pattern.removeprefix("*/")))]
+    assert missing == []

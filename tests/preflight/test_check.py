@@ -120,6 +120,7 @@ def test_a_ready_connection_passes_every_check_and_leaves_nothing_behind(batch, 
         "storage.blob": "ok",
         "storage.sas": "ok",
         "management.account": "ok",
+        "storage.network": "ok",
         f"{cpu}.image": "ok",
         f"{cpu}.vm_size": "ok",
         f"{cpu}.quota": "ok",
@@ -351,6 +352,7 @@ def test_an_entra_connection_signs_sas_with_a_user_delegation_key(batch, oauth_a
         ("storage.container", "ok"),
         ("storage.blob", "ok"),
         ("storage.sas", "ok"),
+        ("storage.network", "ok"),
     ]
     assert report.finding("storage.sas").detail == (
         "a SAS signed with a user delegation key reads the blob (tasks get such SAS)"

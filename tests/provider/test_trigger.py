@@ -16,7 +16,7 @@ from airflow_provider_azbatch.hooks.batch_async import AzureBatchAsyncHook
 from airflow_provider_azbatch.specs.tasks import TaskSpec
 from airflow_provider_azbatch.submission.job import JobSubmission
 from airflow_provider_azbatch.submission.reattach import submit
-from airflow_provider_azbatch.triggers import job as job_trigger
+from airflow_provider_azbatch.triggers import watch_events
 from airflow_provider_azbatch.triggers.job import AzureBatchJobTrigger
 from airflow_provider_azbatch.watching.core import JobWatcher
 from airflow_provider_azbatch.watching.drivers import run_async, run_sync
@@ -197,7 +197,7 @@ def test_the_last_polls_lines_travel_in_the_event(azbatch_default, shared_pool):
 
 
 def test_last_lines_too_many_for_an_event_are_left_to_the_task_to_read_again(azbatch_default, shared_pool, monkeypatch):
-    monkeypatch.setattr(job_trigger, "EVENT_LINES_CHARS", 10)
+    monkeypatch.setattr(watch_events, "EVENT_LINES_CHARS", 10)
     hook = AzureBatchHook()
     job_id = _job(hook, shared_pool, [TaskSpec(id="t", command_line=sh("printf 'first\\nlast\\n'"))])
     wait_until(lambda: hook.get_task_counts(job_id).completed == 1, what="the job over")

@@ -17,7 +17,7 @@ from airflow_provider_azbatch.hooks.batch import AzureBatchHook
 from airflow_provider_azbatch.specs.tasks import TaskSpec
 from airflow_provider_azbatch.submission.job import JobSubmission
 from airflow_provider_azbatch.submission.reattach import submit
-from airflow_provider_azbatch.triggers import job as job_trigger
+from airflow_provider_azbatch.triggers import handover, watch_events
 from airflow_provider_azbatch.triggers.job import AzureBatchJobTrigger
 from airflow_provider_azbatch.watching.state import WatchState
 from tests.airflow_helpers import captured_logs, messages
@@ -169,8 +169,8 @@ class StallsOnce(AzureBatchJobTrigger):
 def _stalls_once(monkeypatch, pool: str) -> tuple[str, StallsOnce]:
     # A stall of half the health-check threshold (0.5 s here) may have let another triggerer take over.
     monkeypatch.setenv("AIRFLOW__TRIGGERER__TRIGGERER_HEALTH_CHECK_THRESHOLD", "1")
-    monkeypatch.setattr(job_trigger, "STALL_SETTLE_SECONDS", 0.3)
-    monkeypatch.setattr(job_trigger, "STAND_BY_FRACTION", 2.0)
+    monkeypatch.setattr(handover, "STALL_SETTLE_SECONDS", 0.3)
+    monkeypatch.setattr(handover, "STAND_BY_FRACTION", 2.0)
     job_id = _running_job(pool, sh("for n in $(seq 1 40); do printf 'line %03d\\n' $n; sleep 0.15; done"))
     state = WatchState(job_id=job_id, expected_tasks=1, streamed=["t"])
     return job_id, StallsOnce("azbatch_default", state.to_json(), poll_interval=0.2)
@@ -314,16 +314,16 @@ def test_a_poll_that_spans_a_stall_shows_nothing_it_read(
     # What the poll read while the other trigger had the job may have been shown by that one: not shown here, and
     # read again (from where this trigger had shown) once it knows where the other one got to.
     monkeypatch.setenv("AIRFLOW__TRIGGERER__TRIGGERER_HEALTH_CHECK_THRESHOLD", "1")
-    monkeypatch.setattr(job_trigger, "STALL_SETTLE_SECONDS", 0.3)
-    monkeypatch.setattr(job_trigger, "STAND_BY_FRACTION", 1.0)
+    monkeypatch.setattr(handover, "STALL_SETTLE_SECONDS", 0.3)
+    monkeypatch.setattr(handover, "STAND_BY_FRACTION", 1.0)
     shown_at: list[float] = []
-    show = job_trigger.PollLines.show
+    show = watch_events.PollLines.show
 
     def timed_show(self) -> None:
         shown_at.extend(time.time() for _ in self._held)
         show(self)
 
-    monkeypatch.setattr(job_trigger.PollLines, "show", timed_show)
+    monkeypatch.setattr(watch_events.PollLines, "show", timed_show)
     job_id = _running_job(shared_pool, sh("for n in $(seq 1 40); do printf 'line %03d\\n' $n; sleep 0.15; done"))
     trigger = SpansAStall(
         "azbatch_default", WatchState(job_id=job_id, expected_tasks=1, streamed=["t"]).to_json(), poll_interval=0.2
@@ -349,7 +349,7 @@ def test_a_slow_poll_with_no_other_trigger_shows_what_it_read(
 ):
     # As long as a stall, but no other trigger took the job over: what the poll read is shown, once, a settle later.
     monkeypatch.setenv("AIRFLOW__TRIGGERER__TRIGGERER_HEALTH_CHECK_THRESHOLD", "1")
-    monkeypatch.setattr(job_trigger, "STALL_SETTLE_SECONDS", 0.3)
+    monkeypatch.setattr(handover, "STALL_SETTLE_SECONDS", 0.3)
     job_id = _running_job(shared_pool, sh("for n in $(seq 1 40); do printf 'line %03d\\n' $n; sleep 0.15; done"))
     trigger = AzureBatchJobTrigger(
         "azbatch_default", WatchState(job_id=job_id, expected_tasks=1, streamed=["t"]).to_json(), poll_interval=0.2

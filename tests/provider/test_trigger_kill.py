@@ -73,9 +73,9 @@ def _cancelled(trigger: AzureBatchJobTrigger, times: int = 1) -> None:
 
 
 def job_trigger_killing() -> set:
-    from airflow_provider_azbatch.triggers import job
+    from airflow_provider_azbatch.triggers import kill
 
-    return job._killing
+    return kill._killing
 
 
 def _state(batch_client, job_id: str) -> m.BatchJobState:

@@ -34,7 +34,8 @@ def check(run, logs: list[str]) -> None:  # type: ignore[no-untyped-def]
     fields = dict(part.split("=", 1) for part in line.removeprefix("[main] ").split())
     hosts = fields["hosts"].split(",")
     assert len(set(hosts)) == 2, line
-    assert fields["master"].rsplit(":", 1)[0] == hosts[0], line
+    # The master is one of the hosts; Batch documents no order of AZ_BATCH_HOST_LIST, so not which one.
+    assert fields["master"].rsplit(":", 1)[0] in hosts, line
     assert fields["primary"] == "true", line
 
 

@@ -11,8 +11,8 @@ from airflow_provider_azbatch.hooks.translate import job_change_of, odata_time, 
 from airflow_provider_azbatch.model.records import JobChange
 from airflow_provider_azbatch.runs.lifecycle import event_in_full
 from airflow_provider_azbatch.triggers.account_view import AccountView, Subscription
-from airflow_provider_azbatch.triggers.job import pack_result
 from airflow_provider_azbatch.triggers.subscription import MAX_LOOK_SECONDS
+from airflow_provider_azbatch.triggers.watch_events import pack_result
 
 
 def _view_with(*jobs: str) -> tuple[AccountView, dict[str, Subscription]]:

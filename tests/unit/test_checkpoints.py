@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from airflow_provider_azbatch.triggers.job import Checkpoints
+from airflow_provider_azbatch.triggers.checkpoints import Checkpoints
 
 
 @pytest.mark.serial

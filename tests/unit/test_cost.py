@@ -131,7 +131,11 @@ def test_a_pools_idle_time_is_counted_between_samples_from_what_the_earlier_one_
     assert record["paid_seconds"] == {"dedicated": 120.0 + 60.0, "spot": 60.0}
     pool = sampled_idle_pool("p", record, "standard_d2s_v3", load_catalog())
     hourly = load_catalog().get("standard_d2s_v3").hourly_usd
-    assert pool == IdlePool("p", "standard_d2s_v3", 150.0, 240.0, hourly, "sampled")
+    assert pool == IdlePool("p", "standard_d2s_v3", 150.0, 240.0, hourly, "sampled", (100.0, 250.0))
+    assert (pool.to_json()["from"], pool.to_json()["to"]) == (
+        "1970-01-01T00:01:40+00:00",
+        "1970-01-01T00:04:10+00:00",
+    )
     assert idle_pool_lines([pool]) == [
         f"Idle nodes during the run (paid, running no task): ${150 / 3600 * hourly:.4f} at list prices",
         f"  pool p (standard_d2s_v3): 0.042 of 0.067 paid node-h idle, about ${150 / 3600 * hourly:.4f} at list "
@@ -160,15 +164,51 @@ def test_nodes_allocated_between_two_samples_count_from_their_allocation():
             NodeTimes("a", True, iso(1010.0), "running", iso(1030.0)),
             # A Spot node allocated at 1020 and still idle.
             NodeTimes("b", False, iso(1020.0), "idle", iso(1025.0)),
-            # Preempted (not paid), and one allocated before the earlier sample (that sample counted what it saw).
+            # Allocated at 1015, preempted at 1040: paid until then (Azure bills no preempted node).
             NodeTimes("c", False, iso(1015.0), "preempted", iso(1040.0)),
+            # Allocated before the earlier sample, which did not list it: paid since that sample.
             NodeTimes("d", True, iso(900.0), "idle", iso(990.0)),
         ],
         1050.0,
     )
     record = state.pool_idle["p"]
-    assert record["paid_seconds"] == {"dedicated": 40.0, "spot": 30.0}
-    assert record["idle_seconds"] == {"dedicated": 20.0, "spot": 30.0}
+    assert record["paid_seconds"] == {"dedicated": 40.0 + 50.0, "spot": 30.0 + 25.0}
+    assert record["idle_seconds"] == {"dedicated": 20.0 + 50.0, "spot": 30.0 + 25.0}
+
+
+def test_a_nodes_busy_time_is_the_time_its_recent_tasks_ran_between_the_samples():
+    """A Spot node that ran a task 4 s and was preempted, then a dedicated one that ran a task 25 s and went idle,
+    both between two samples: each is paid from its allocation, busy while its tasks ran (issue 41)."""
+    from datetime import datetime, timezone
+
+    from airflow_provider_azbatch.model.records import NodeTimes
+    from airflow_provider_azbatch.watching import idle_time
+    from airflow_provider_azbatch.watching.state import WatchState
+
+    def iso(epoch: float) -> str:
+        return datetime.fromtimestamp(epoch, timezone.utc).isoformat()
+
+    state = WatchState(job_id="job", pool_id="spot")
+    idle_time.sample(state, "spot", [], 1000.0)
+    spot = NodeTimes("s", False, iso(1002.0), "preempted", iso(1010.0), task_spans=((iso(1006.0), None),))
+    idle_time.sample(state, "spot", [spot], 1011.0)
+    # Back later (Spot capacity again), booted at 1030, idle: paid again from its boot.
+    back = NodeTimes("s", False, iso(1002.0), "idle", iso(1031.0), last_boot=iso(1030.0))
+    idle_time.sample(state, "spot", [back], 1040.0)
+    assert state.pool_idle["spot"]["paid_seconds"] == {"dedicated": 0.0, "spot": 8.0 + 10.0}
+    assert state.pool_idle["spot"]["idle_seconds"] == {"dedicated": 0.0, "spot": 4.0 + 10.0}
+
+    idle_time.sample(state, "twin", [], 1011.0)
+    ran = NodeTimes("d", True, iso(1015.0), "idle", iso(1045.0), task_spans=((iso(1020.0), iso(1045.0)),))
+    idle_time.sample(state, "twin", [ran], 1050.0)
+    assert state.pool_idle["twin"]["paid_seconds"]["dedicated"] == 35.0
+    assert state.pool_idle["twin"]["idle_seconds"]["dedicated"] == 35.0 - 25.0
+    # Two tasks at once on one node (slots) count once; a task still running counts until the sample.
+    both = NodeTimes(
+        "d", True, iso(1015.0), "running", iso(1052.0), task_spans=((iso(1052.0), None), (iso(1054.0), iso(1056.0)))
+    )
+    idle_time.sample(state, "twin", [both], 1060.0)
+    assert state.pool_idle["twin"]["idle_seconds"]["dedicated"] == 10.0 + 2.0
 
 
 def test_a_pool_is_flagged_when_a_node_stays_idle_past_its_interval_and_the_margin():

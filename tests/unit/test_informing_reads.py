@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 from azure.core.exceptions import HttpResponseError, ResourceNotFoundError
 
+from airflow_provider_azbatch.model import reads as read
 from airflow_provider_azbatch.model.records import JobStatus, TaskCounts
-from airflow_provider_azbatch.watching.calls import INFORMING, NEEDED, READ_METHODS, Call, Gap, ask
+from airflow_provider_azbatch.watching.calls import INFORMING, NEEDED, READ_METHODS, Gap, ask, informing
 from airflow_provider_azbatch.watching.core import JobWatcher
 from airflow_provider_azbatch.watching.gaps import gap_line
 from airflow_provider_azbatch.watching.state import WatchState
@@ -23,27 +24,28 @@ def test_every_read_is_classed_needed_or_informing_once():
     assert set(NEEDED) | set(INFORMING) == set(READ_METHODS)
     assert not set(NEEDED) & set(INFORMING)
     assert set(INFORMING) == {"list_pool_nodes", "get_pool_snapshot", "list_nodes_in_states", "read_node_file_tail"}
-    assert Call("list_pool_nodes", ("p",)).informing
-    assert not Call("get_task_counts", ("j",)).informing
+    assert informing(read.list_pool_nodes("p"))
+    assert not informing(read.get_task_counts("j"))
 
 
 def test_a_needed_read_that_fails_raises_an_informing_one_comes_back_as_a_gap():
     refused = Refused()
-    step = ask(Call("get_task_counts", ("j",)), Call("list_pool_nodes", ("p",)))
+    nodes_of_p = read.list_pool_nodes("p")
+    step = ask(read.get_task_counts("j"), nodes_of_p)
     next(step)
     with pytest.raises(StopIteration) as stop:
         step.send([RUNNING, refused])
     counts, nodes = stop.value.value
     assert counts == RUNNING
-    assert nodes == Gap(Call("list_pool_nodes", ("p",)), refused)
-    step = ask(Call("get_task_counts", ("j",)), Call("list_pool_nodes", ("p",)))
+    assert nodes == Gap(nodes_of_p, refused)
+    step = ask(read.get_task_counts("j"), nodes_of_p)
     next(step)
     with pytest.raises(Refused):
         step.send([refused, []])
 
 
 def test_a_refused_or_missing_pool_is_said_with_why_and_the_fix_a_passing_failure_is_not():
-    refused = gap_line("j1", Gap(Call("list_pool_nodes", ("p1",)), Refused()))
+    refused = gap_line("j1", Gap(read.list_pool_nodes("p1"), Refused()))
     assert refused is not None
     assert refused[1] == (
         "Batch job j1: the nodes of pool p1 cannot be read with this connection's credential (403 This request is "
@@ -52,7 +54,7 @@ def test_a_refused_or_missing_pool_is_said_with_why_and_the_fix_a_passing_failur
         "credential a role on the Batch account that reads its pools and their nodes (the built-in Azure Batch "
         "Data Contributor does)"
     )
-    gone = gap_line("j1", Gap(Call("list_pool_nodes", ("p1",)), None))
+    gone = gap_line("j1", Gap(read.list_pool_nodes("p1"), None))
     assert gone is not None
     assert gone[1] == (
         "Batch job j1: pool p1 is gone (404 PoolNotFound): the idle time of its nodes is not reported, and its "
@@ -60,8 +62,8 @@ def test_a_refused_or_missing_pool_is_said_with_why_and_the_fix_a_passing_failur
     )
     busy = HttpResponseError("busy")
     busy.status_code = 503
-    assert gap_line("j1", Gap(Call("list_pool_nodes", ("p1",)), busy)) is None
-    assert gap_line("j1", Gap(Call("list_pool_nodes", ("p1",)), ResourceNotFoundError("gone")))[0] == gone[0]
+    assert gap_line("j1", Gap(read.list_pool_nodes("p1"), busy)) is None
+    assert gap_line("j1", Gap(read.list_pool_nodes("p1"), ResourceNotFoundError("gone")))[0] == gone[0]
 
 
 def _watcher(lines: list[str], pool_id: str = "p1") -> JobWatcher:
@@ -88,8 +90,8 @@ def _look(watcher: JobWatcher, now: float, **answers: object) -> list[str]:
     try:
         batch = next(step)
         while True:
-            asked += [call.method for call in batch]
-            batch = step.send([answers[call.method] for call in batch])
+            asked += [call.name for call in batch]
+            batch = step.send([answers[call.name] for call in batch])
     except StopIteration:
         pass
     return asked

@@ -296,3 +296,15 @@ def test_finish_shows_what_is_pending():
     tail = Tail(StreamCursor(3, "t1"), pending=bytearray(b"end"))
     assert tail.finish() == ["end"]
     assert tail.cursor == StreamCursor(6, "t1", True)
+
+
+def test_split_lines_says_where_each_line_starts_and_a_tail_where_in_its_file():
+    starts: list[int] = []
+    assert split_lines(b"ab\ncd\r\nef", final=False, starts=starts) == (["ab", "cd"], 7)
+    assert starts == [0, 3]
+    tail = Tail(StreamCursor(100))
+    offsets: list[int] = []
+    assert tail.take(b"one\ntw", 0.0, final=False, starts=offsets) == ["one"]
+    assert tail.take(b"o\nthree", 0.0, final=False, starts=offsets) == ["two"]
+    assert tail.finish(offsets) == ["three"]
+    assert offsets == [100, 104, 108]

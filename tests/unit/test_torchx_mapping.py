@@ -12,9 +12,10 @@ from torchx.specs import AppDef, AppState, BindMount, Resource, Role, VolumeMoun
 
 from airflow_provider_azbatch.exceptions import AzureBatchValidationError  # noqa: E402
 from airflow_provider_azbatch.model.records import TaskCounts  # noqa: E402
-from airflow_provider_azbatch.torchx.mapping import job_request, new_job_id, role_task  # noqa: E402
+from airflow_provider_azbatch.torchx.mapping import job_request, new_job_id  # noqa: E402
 from airflow_provider_azbatch.torchx.options import AzureBatchOpts, TorchXOptionError  # noqa: E402
 from airflow_provider_azbatch.torchx.states import app_state  # noqa: E402
+from airflow_provider_azbatch.torchx.tasks import role_task  # noqa: E402
 
 APP_ID = "azbatch_default:torchx-train-abc"
 

@@ -3,10 +3,13 @@ node's; what the scheduler reads back (records, time indexes) and the states it 
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import threading
 import time
+import uuid
+from collections.abc import Iterator, Sequence
 from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -45,12 +48,23 @@ def busybox_path(tmp_path: Path) -> str:
     return str(tools)
 
 
-def run(script: str, task_dir: Path, path: str, **env: str) -> subprocess.CompletedProcess[str]:
-    """``script`` as Batch runs a task's command: stdout and stderr into the task directory's files."""
+def run(
+    script: str, task_dir: Path, path: str, *, launcher: Sequence[str] = (), **env: str
+) -> subprocess.CompletedProcess[str]:
+    """``script`` as Batch runs a task's command (by ``launcher``, when given): stdout and stderr into the task
+    directory's files."""
     task_dir.mkdir(parents=True, exist_ok=True)
     environment = {"PATH": path, "AZ_BATCH_TASK_DIR": str(task_dir), **env}
     with (task_dir / "stdout.txt").open("ab") as out, (task_dir / "stderr.txt").open("ab") as err:
-        return subprocess.run(["/bin/sh", "-c", script], env=environment, stdout=out, stderr=err, timeout=60)
+        return subprocess.run([*launcher, "/bin/sh", "-c", script], env=environment, stdout=out, stderr=err, timeout=60)
+
+
+def wait_for_the_replica(task_dir: Path) -> None:
+    """Until the replica a coordination command started in its background has ended."""
+    deadline = time.monotonic() + 30
+    while not (task_dir / node.STATUS_FILE).exists() or record(task_dir).state == "running":
+        assert time.monotonic() < deadline, "the replica did not end"
+        time.sleep(0.05)
 
 
 def record(task_dir: Path) -> Record:
@@ -127,15 +141,64 @@ def test_a_node_knows_its_replica_in_a_busybox_image_whatever_the_host_list_orde
     # `wait`: the replica runs in the background of the coordination command.
     done = run(coordination(3 if task == "2" else 2), task_dir, busybox_path, **environment)
     assert done.returncode == 0, (task_dir / "stderr.txt").read_text()
-    deadline = time.monotonic() + 30
-    while not (task_dir / node.STATUS_FILE).exists() or record(task_dir).state == "running":
-        assert time.monotonic() < deadline, "the replica did not end"
-        time.sleep(0.05)
+    wait_for_the_replica(task_dir)
     assert (task_dir / "stdout.txt").read_text() == expected + "\n"
     assert (task_dir / "stderr.txt").read_text() == ""
     # Registered for the job release task, which keeps its output.
     replica = expected.split()[0].split("=")[1]
     assert (tmp_path / "shared" / "torchx" / "job" / f"train.{replica}").read_text() == f"{task_dir}\n"
+
+
+IP = shutil.which("ip")
+
+
+@pytest.fixture
+def namespace() -> Iterator[list[str]]:
+    """A network namespace of the test's own, removed at the end (also on failure): how to run a command in it."""
+    if os.geteuid() != 0:
+        pytest.skip("a network namespace needs root")
+    if IP is None:
+        pytest.skip("iproute2's ip is not installed (apt-get install iproute2)")
+    name = f"azbatch-node-{uuid.uuid4().hex[:8]}"
+    made = subprocess.run([IP, "netns", "add", name], capture_output=True, text=True, check=False)
+    if made.returncode:
+        pytest.skip(f"ip netns add failed (no CAP_SYS_ADMIN?): {made.stderr.strip()}")
+    try:
+        yield [IP, "netns", "exec", name]
+    finally:
+        subprocess.run([IP, "netns", "delete", name], check=True)
+
+
+@pytest.mark.parametrize(
+    ("address", "others"),
+    [
+        # As a Batch node's own interface has it (TEST-NET-1, inside the namespace only).
+        ("192.0.2.13/24", ("192.0.2.12", "192.0.2.11")),
+        # The local Batch service's kind of address.
+        ("127.1.0.3/32", ("127.1.0.2", "127.1.0.1")),
+    ],
+)
+def test_a_node_finds_its_own_address_on_its_interface(tmp_path, busybox_path, namespace, address, others):
+    """The lookup in /proc/net/fib_trie, reached: the node's address is on an interface of its network namespace.
+    Its task directory's number (1) and the host list's order both disagree with what its address says (2)."""
+    own = address.split("/")[0]
+    interface = [
+        f"{IP} link add v0 type veth peer name v1",
+        f"{IP} address add {address} dev v0",
+        f"{IP} link set v0 up",
+    ]
+    subprocess.run([*namespace, "/bin/sh", "-ec", "\n".join(interface)], check=True, timeout=30)
+    task_dir = tmp_path / "task" / "1"
+    environment = {
+        "AZ_BATCH_HOST_LIST": ",".join([own, *others]),
+        "AZ_BATCH_MASTER_NODE": f"{others[-1]}:6000",
+        "AZ_BATCH_IS_CURRENT_NODE_MASTER": "false",
+    }
+    done = run(coordination(3), task_dir, busybox_path, launcher=namespace, **environment)
+    assert done.returncode == 0, (task_dir / "stderr.txt").read_text()
+    wait_for_the_replica(task_dir)
+    assert (task_dir / "stdout.txt").read_text() == f"replica=2 rank0={others[-1]} host={own} local={own}\n"
+    assert record(task_dir).host == own
 
 
 def test_a_node_that_cannot_tell_its_replica_fails_its_coordination_command_saying_so(tmp_path, busybox_path):

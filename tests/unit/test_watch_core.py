@@ -7,19 +7,22 @@ the same core against the local Batch service).
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
+from unittest import mock
 
 import pytest
 from azure.batch import models as batch_models
 
 from airflow_provider_azbatch.enums import enum_value
 from airflow_provider_azbatch.hooks.translate import id_filter
+from airflow_provider_azbatch.model import reads
+from airflow_provider_azbatch.model.reads import AsyncBatchReads, BatchReads
 from airflow_provider_azbatch.model.records import TERMINAL_JOB_STATES, FileEnd, FileInfo, JobStatus, TaskCounts
-from airflow_provider_azbatch.watching.calls import READ_METHODS, Call
 from airflow_provider_azbatch.watching.core import (
     JOB_STATE_CHECK_SECONDS,
     QUIET_LOOKS_PER_LEVEL,
@@ -413,7 +416,7 @@ def test_a_pool_that_cannot_allocate_fails_the_watch():
     gen = watcher.step(0.0)
     next(gen)
     gen.send([TaskCounts(active=1), JobStatus("active", pool_id="p")])
-    assert [call.method for call in gen.send([_pool(errors=[("AccountCoreQuotaReached", "full")]), []])] == [
+    assert [call.name for call in gen.send([_pool(errors=[("AccountCoreQuotaReached", "full")]), []])] == [
         "list_nodes_in_states"
     ]
     with pytest.raises(
@@ -468,17 +471,27 @@ def test_a_state_from_an_earlier_version_drops_its_monotonic_readings():
     assert state == WatchState("j")
 
 
-def test_every_call_names_a_read_primitive_of_both_hooks():
+def test_every_call_names_a_read_of_both_hooks_and_makes_it():
     import inspect
 
     from airflow_provider_azbatch.hooks.batch import AzureBatchHook
     from airflow_provider_azbatch.hooks.batch_async import AzureBatchAsyncHook
 
-    for name in READ_METHODS:
+    names = [name for name in vars(BatchReads) if not name.startswith("_")]
+    assert names == [name for name in vars(AsyncBatchReads) if not name.startswith("_")]
+    assert len(names) == 17
+    for name in names:
         assert callable(getattr(AzureBatchHook, name)), name
         assert inspect.iscoroutinefunction(getattr(AzureBatchAsyncHook, name)), name
-    with pytest.raises(ValueError, match="'get_everything' is not a read primitive of the hooks"):
-        Call("get_everything")
+        make = getattr(reads, name)  # the read's Call, named like it, made by each hook with the arguments given
+        arguments = tuple(f"arg{i}" for i in range(len(inspect.signature(make).parameters)))
+        call = make(*arguments)
+        assert call.name == name
+        sync, asynchronous = mock.Mock(), mock.AsyncMock()
+        assert call.sync(sync) is getattr(sync, name).return_value
+        getattr(sync, name).assert_called_once_with(*arguments)
+        assert asyncio.run(call.asynchronous(asynchronous)) is getattr(asynchronous, name).return_value
+        getattr(asynchronous, name).assert_awaited_once_with(*arguments)
 
 
 def test_cursor_json():

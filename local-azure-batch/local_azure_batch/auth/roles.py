@@ -10,6 +10,8 @@ Azure decides with role assignments on scopes; this service models the three tha
   sizes Batch offers in a region).
 - ``Reader`` on the Batch account only: reads of the account itself; the region's VM sizes, a
   subscription-level read, are refused (``403 AuthorizationFailed``).
+- ``Contributor`` and ``Owner`` on the subscription: writes of the management plane too (storage accounts,
+  virtual networks, network security groups; Owner also role assignments), as ``management/access.py`` decides.
 
 On the command line a principal's roles are named by the short names of ``ROLE_NAMES``.
 """
@@ -20,6 +22,8 @@ from dataclasses import dataclass
 
 BATCH_DATA_CONTRIBUTOR = "Azure Batch Data Contributor"
 READER = "Reader"
+CONTRIBUTOR = "Contributor"
+OWNER = "Owner"
 
 
 @dataclass(frozen=True)
@@ -35,6 +39,8 @@ ROLE_NAMES: dict[str, RoleAssignment] = {
     "batch-data-contributor": RoleAssignment(BATCH_DATA_CONTRIBUTOR, "account"),
     "reader": RoleAssignment(READER, "subscription"),
     "account-reader": RoleAssignment(READER, "account"),
+    "contributor": RoleAssignment(CONTRIBUTOR, "subscription"),
+    "owner": RoleAssignment(OWNER, "subscription"),
 }
 
 
@@ -55,5 +61,5 @@ def can_use_data_plane(roles: frozenset[RoleAssignment]) -> bool:
 
 def can_read(roles: frozenset[RoleAssignment], scope: str) -> bool:
     """Whether a management-plane read at ``scope`` ("account" or "subscription") is allowed."""
-    readers = {assignment.scope for assignment in roles if assignment.role == READER}
+    readers = {assignment.scope for assignment in roles if assignment.role in (READER, CONTRIBUTOR, OWNER)}
     return "subscription" in readers or (scope == "account" and "account" in readers)

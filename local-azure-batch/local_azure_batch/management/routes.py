@@ -5,16 +5,16 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
 from aiohttp import web
 
 from local_azure_batch.auth.authority import MANAGEMENT_AUDIENCES, TokenAuthority, TokenProblem
-from local_azure_batch.auth.roles import can_read
 from local_azure_batch.model.account import ServiceSettings
 
+from .access import Assignments
 from .errors import (
     ArmError,
     account_not_found,
@@ -25,7 +25,14 @@ from .errors import (
     subscription_not_found,
     unauthenticated,
 )
-from .settings import DEFAULT_ACTIVE_JOB_QUOTA, DEFAULT_POOL_QUOTA, USER_SUBSCRIPTION, ManagementSettings
+from .resources import Caller, Resources
+from .settings import (
+    DEFAULT_ACTIVE_JOB_QUOTA,
+    DEFAULT_POOL_QUOTA,
+    DEV_STORAGE_ACCOUNT,
+    USER_SUBSCRIPTION,
+    ManagementSettings,
+)
 from .skus import families, region_skus
 
 log = logging.getLogger("local_azure_batch")
@@ -49,6 +56,14 @@ class ManagementPlane:
     settings: ManagementSettings
     authority: TokenAuthority
     url: str
+    resources: Resources = field(init=False)
+
+    def __post_init__(self) -> None:
+        subscription = self.service.subscription_id or ""
+        assignments = Assignments(subscription, self._account_id)
+        self.resources = Resources(subscription, self.service.location, assignments)
+        # The storage account of the development set-up (Azurite's), as Resource Manager would list it.
+        self.resources.seed_storage_account(self.settings.resource_group, DEV_STORAGE_ACCOUNT)
 
     def routes(self) -> list[web.RouteDef]:
         return [web.route("*", "/subscriptions/{tail:.*}", self._dispatch)]
@@ -87,6 +102,10 @@ class ManagementPlane:
                 raise ArmError(405, "MethodNotAllowed", f"The requested method '{request.method}' is not allowed here.")
             self._check_api_version(request, path)
             return web.json_response(await handler(claims, match.groupdict()))
+        if self.resources.serves(path):
+            body = await request.json() if request.can_read_body else {}
+            status, answer = self.resources.answer(request.method, path, body or {}, self._caller(claims))
+            return web.json_response(answer, status=status) if status != 204 else web.Response(status=204)
         raise ArmError(404, "NotFound", f"The resource path '{path}' is not one this local management plane serves.")
 
     def _check_api_version(self, request: web.Request, path: str) -> None:
@@ -144,15 +163,21 @@ class ManagementPlane:
         if subscription_id.lower() != (self.service.subscription_id or "").lower():
             raise subscription_not_found(subscription_id)
 
-    def _authorize(self, claims: dict[str, Any], scope: str, action: str, resource: str) -> None:
+    def _caller(self, claims: dict[str, Any]) -> Caller:
         principal = self.authority.principal(claims)
-        if principal is not None and can_read(principal.roles, scope):
-            return
-        raise authorization_failed(str(claims.get("appid", "")), str(claims.get("oid", "")), action, resource)
+        roles = principal.roles if principal is not None else frozenset()
+        return Caller(str(claims.get("appid", "")), str(claims.get("oid", "")), roles)
+
+    def _authorize(self, claims: dict[str, Any], action: str, resource: str) -> None:
+        caller = self._caller(claims)
+        if not self.resources.assignments.allowed(caller.object_id, caller.roles, resource, action):
+            raise authorization_failed(caller.client_id, caller.object_id, action, resource)
 
     def _readable(self, claims: dict[str, Any]) -> bool:
-        principal = self.authority.principal(claims)
-        return principal is not None and can_read(principal.roles, "account")
+        caller = self._caller(claims)
+        return self.resources.assignments.allowed(
+            caller.object_id, caller.roles, self._account_id, "Microsoft.Batch/batchAccounts/read"
+        )
 
     # -- the resources --------------------------------------------------------------------------------
     @property
@@ -168,7 +193,7 @@ class ManagementPlane:
             f"/subscriptions/{params['sub']}/resourceGroups/{params['rg']}/providers/Microsoft.Batch/batchAccounts/"
             f"{params['account']}"
         )
-        self._authorize(claims, "account", "Microsoft.Batch/batchAccounts/read", resource)
+        self._authorize(claims, "Microsoft.Batch/batchAccounts/read", resource)
         if params["rg"].lower() != self.settings.resource_group.lower():
             raise resource_group_not_found(params["rg"])
         if params["account"].lower() != self.service.account_name.lower():
@@ -189,7 +214,7 @@ class ManagementPlane:
     async def _skus(self, claims: dict[str, Any], params: dict[str, str]) -> dict[str, Any]:
         self._check_subscription(params["sub"])
         resource = f"/subscriptions/{params['sub']}"
-        self._authorize(claims, "subscription", "Microsoft.Batch/locations/virtualMachineSkus/read", resource)
+        self._authorize(claims, "Microsoft.Batch/locations/virtualMachineSkus/read", resource)
         location = params["location"].lower().replace(" ", "")
         if location != self.service.location.lower():
             # Only the account's region is modelled: a region without it offers nothing here.

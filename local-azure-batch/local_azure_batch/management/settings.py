@@ -26,3 +26,7 @@ class ManagementSettings:
     core_quotas: dict[str, int] = field(default_factory=dict)
     default_core_quota: int = DEFAULT_CORE_QUOTA
     low_priority_core_quota: int = DEFAULT_CORE_QUOTA
+
+
+# Azurite's account, which the development set-up uses: listed by Resource Manager like any storage account.
+DEV_STORAGE_ACCOUNT = "devstoreaccount1"

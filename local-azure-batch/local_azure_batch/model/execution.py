@@ -16,6 +16,7 @@ from .identity import username
 from .job_operations import JobOperations
 from .job_side_tasks import JobSideTasks
 from .node_commands import node_process
+from .node_faults import NODE_FAILED
 from .pool_config import user_names
 from .pools import ComputeNode
 from .tasks import (
@@ -169,8 +170,8 @@ class Execution:
             node.remove_task(task)
             self.account.kick()
             return
-        if reason in ("requeue", "preempted"):
-            # A preemption is no user request: it does not count in requeueCount (see Task.requeue).
+        if reason in ("requeue", "preempted", NODE_FAILED):
+            # A preemption or a failed node is no user request: it does not count in requeueCount (Task.requeue).
             task.requeue(counted=reason == "requeue")
             node.remove_task(task)
             job.change_task_state(task, ACTIVE)
