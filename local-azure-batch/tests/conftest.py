@@ -7,6 +7,14 @@ from azure.core.credentials import AzureNamedKeyCredential
 
 pytest_plugins = ["local_azure_batch.pytest_plugin"]
 
+# Files whose tests wait on the service's own clock (minutes of wall time, next to no CPU): collected first, so
+# that pytest-xdist starts them first and the other files run beside them rather than after.
+WAITS_ON_THE_CLOCK = ("test_job_schedules_real_time.py",)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: item.path.name not in WAITS_ON_THE_CLOCK)
+
 
 @pytest.fixture(scope="session")
 def batch_client(local_batch_service):
