@@ -157,13 +157,14 @@ COMPAT_UNIT_TESTS += $(if $(filter 3.0 3.1 3.2,$(LINE)),$(if $(PYTHON_VERSION),,
 EXAMPLES ?= example_azbatch_hello example_azbatch_deferrable
 # Scheduler + triggerer (and Azurite, the cluster's storage): the deferrable example's output in the task log
 # (and its metric), a deferred @task.azure_batch function, and each feature that differs between lines: log
-# sources, the deferred kill (marked failed, cleared), checkpoints across a triggerer restart, the connection form,
+# sources, the deferred kill (marked failed or success, cleared), checkpoints across a triggerer restart, the connection form,
 # a DAG scheduled on a run's output asset, and a DAG started by a job watcher (an asset watcher) once per job,
 # across a triggerer restart. Each row of docs/reference/airflow-lines.md names its tests here (tests/lines).
 REAL_AIRFLOW := tests/airflow_run/test_real_airflow.py
 COMPAT_DEPLOYMENT_TESTS ?= $(REAL_AIRFLOW)::test_output_streams_while_deferred_and_appears_once \
 	$(REAL_AIRFLOW)::test_first_output_appears_within_a_poll_of_the_trigger_start \
 	$(REAL_AIRFLOW)::test_marking_a_deferred_task_failed_terminates_its_job \
+	$(REAL_AIRFLOW)::test_marking_a_deferred_task_success_terminates_its_job \
 	$(REAL_AIRFLOW)::test_clearing_a_deferred_task_ends_its_job_and_the_next_try_runs_one \
 	$(REAL_AIRFLOW)::test_a_triggerer_restart_loses_no_line \
 	$(REAL_AIRFLOW)::test_the_connection_form_as_the_ui_receives_it_shows_no_null \

@@ -232,10 +232,9 @@ def _terminations(batch, job_id: str) -> list[dict]:
     return batch.request_log(jobs=[job_id], operations=["Jobs_TerminateJob"])
 
 
-def test_marking_a_deferred_task_failed_terminates_its_job(cluster, batch, batch_client, capsys):
-    """Bounds the kill on each line, and prints its figure (docs/reference/airflow-lines.md quotes them) as one
-    line, ``kill figure: Airflow <version>: ...``, in the output of ``make compat-deployment LINE=<line>`` (and of
-    ``make test`` on the newest line)."""
+def _marked_and_terminated(cluster, batch, batch_client, state: str) -> tuple[float, float]:
+    """Mark the deferred task ``state`` (as the UI does); its Batch job terminated with the task's kill, the
+    trigger's word for it in the task log. How long after the mark the terminate request came, and the job ended."""
     from azure.batch import models as m
 
     run_id = cluster.trigger(DAG_ID, {"steps": 400})
@@ -243,7 +242,7 @@ def test_marking_a_deferred_task_failed_terminates_its_job(cluster, batch, batch
     job_id = _job_id(run_id)
     assert batch_client.get_job(job_id).state == m.BatchJobState.ACTIVE
     marked_at = time.time()
-    cluster.mark(DAG_ID, run_id, "train", "failed")
+    cluster.mark(DAG_ID, run_id, "train", state)
     # Every line: 3.3 calls the trigger's on_kill; before, the cancelled trigger asks its task instance's state.
     job = wait_until(
         lambda: (j := batch_client.get_job(job_id)).state == m.BatchJobState.COMPLETED and j,
@@ -253,8 +252,23 @@ def test_marking_a_deferred_task_failed_terminates_its_job(cluster, batch, batch
     )
     assert job.execution_info.termination_reason == "AirflowTaskKilled"
     (terminate,) = _terminations(batch, job_id)
-    delay = terminate["at"] - marked_at
-    ended = job.execution_info.end_time.timestamp() - marked_at
+    wait_until(
+        lambda: any(
+            "Terminated Batch job" in line and f"the task was marked {state}" in line
+            for line in cluster.task_log(DAG_ID, run_id, "train")
+        ),
+        timeout=30,
+        interval=0.5,
+        what="the trigger's word that it terminated the job",
+    )
+    return terminate["at"] - marked_at, job.execution_info.end_time.timestamp() - marked_at
+
+
+def test_marking_a_deferred_task_failed_terminates_its_job(cluster, batch, batch_client, capsys):
+    """Bounds the kill on each line, and prints its figure (docs/reference/airflow-lines.md quotes them) as one
+    line, ``kill figure: Airflow <version>: ...``, in the output of ``make compat-deployment LINE=<line>`` (and of
+    ``make test`` on the newest line)."""
+    delay, ended = _marked_and_terminated(cluster, batch, batch_client, "failed")
     with capsys.disabled():
         print(
             f"\nkill figure: Airflow {compat.AIRFLOW_VERSION}: marked failed -> terminate request {delay:.1f} s, "
@@ -262,15 +276,13 @@ def test_marking_a_deferred_task_failed_terminates_its_job(cluster, batch, batch
         )
     assert delay <= POLL_INTERVAL + KILL_BOUND
     assert ended <= POLL_INTERVAL + KILL_BOUND + 1
-    wait_until(
-        lambda: any(
-            "Terminated Batch job" in line and "the task was marked failed" in line
-            for line in cluster.task_log(DAG_ID, run_id, "train")
-        ),
-        timeout=30,
-        interval=0.5,
-        what="the trigger's word that it terminated the job",
-    )
+
+
+def test_marking_a_deferred_task_success_terminates_its_job(cluster, batch, batch_client):
+    """Marked success is a kill too (the user says the task is done: its job must not run on)."""
+    delay, ended = _marked_and_terminated(cluster, batch, batch_client, "success")
+    assert delay <= POLL_INTERVAL + KILL_BOUND
+    assert ended <= POLL_INTERVAL + KILL_BOUND + 1
 
 
 def test_clearing_a_deferred_task_ends_its_job_and_the_next_try_runs_one(cluster, batch, batch_client):

@@ -69,6 +69,7 @@ EXERCISED = {
     "`resumable_job.*` metrics (1)": [f"{RA}test_output_streams_while_deferred_and_appears_once"],
     "Killing a deferred task (marked failed or success, cleared) terminates its Batch job": [
         f"{RA}test_marking_a_deferred_task_failed_terminates_its_job",
+        f"{RA}test_marking_a_deferred_task_success_terminates_its_job",
         f"{RA}test_clearing_a_deferred_task_ends_its_job_and_the_next_try_runs_one",
         "tests/provider/test_trigger_kill.py::test_a_trigger_cancelled_because_its_task_was_killed_terminates_its_job",
         "tests/provider/test_trigger_kill.py::test_a_trigger_cancelled_by_a_restart_or_a_handover_leaves_its_job",
