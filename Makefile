@@ -18,7 +18,7 @@ ifeq ($(origin PYTHON_VERSION),environment)
 PYTHON_VERSION :=
 endif
 
-.PHONY: demo demo-venv test lint typecheck venv clean bench docs docs-venv compat compat-venv compat-unit compat-examples
+.PHONY: demo demo-venv test lint typecheck venv clean bench bench-run bench-view bench-output bench-autoscale bench-torchx-startup docs docs-venv compat compat-venv compat-unit compat-examples
 .PHONY: compat-deployment py py-venv py-unit py-examples uv
 
 # `make test`'s venv, on python3 (Python 3.11: constraints.txt is resolved for it): both distributions of this
@@ -111,10 +111,25 @@ docs: $(DOCS_STAMP)
 	$(BIN)/python docs/_ext/check_links.py docs/_build/html
 	$(BIN)/linkchecker --no-status docs/_build/html/index.html
 
-# The benchmark suite (bench/README.md): 30-40 minutes; BENCH_ARGS=--quick for a smoke run.
-bench: $(STAMP)
+# The benchmarks (bench/README.md): one target per results file, each written whole and stamped by one run of its
+# script (bench/results_file.py); `make bench` runs them all, one after the other (about 70 minutes on 2 cores).
+# BENCH_ARGS=--quick: a smoke run of run.py and view.py, written to bench/.out instead.
+bench: bench-run bench-view bench-output bench-autoscale bench-torchx-startup
+
+bench-run: $(STAMP)  # bench/results.md: the trigger at scale, against the official trigger
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
+
+bench-view: $(STAMP)  # bench/view-results.md: the account view on pools that have nodes
 	$(BIN)/python bench/view.py $(BENCH_ARGS)
+
+bench-output: $(STAMP)  # bench/output-results.md: live output at scale
+	$(BIN)/python bench/output.py
+
+bench-autoscale: $(STAMP)  # bench/autoscale-results.md: autoscaled pools against a fixed one
+	$(BIN)/python bench/autoscale.py --results
+
+bench-torchx-startup: $(STAMP)  # bench/torchx-startup-results.md: torchx status on azure_batch against local_cwd
+	$(BIN)/python bench/torchx_startup.py
 
 # uv: for the other Pythons' venvs (below); scripts/constraints.py resolves the dependency sets with the same
 # version (tests/test_pythons.py). Installed into .venv-uv by pip, as the script does when uv is not on PATH.

@@ -3,6 +3,7 @@
     python bench/autoscale.py [--formula provider|previous|previous-scaled|before-0.5|FILE ...] [--max-nodes 4]
         [--bursts 3] [--tasks 24] [--task-seconds 8] [--spread 0.25] [--gap 60] [--seed 1] [--multi-node N]
         [--autoscale-interval 10] [--node-start-seconds 6] [--no-fixed] [--timeline]
+    python bench/autoscale.py --results      # make bench-autoscale: both experiments of autoscale-results.md
 
 Starts the local Batch service and runs the same workload, at once, on pools made the way the provider
 makes them (``BatchPool.shared(..., autoscale=True|False).pool_body(...)`` with the training example's
@@ -25,12 +26,17 @@ Time scale: the local service samples ``$PendingTasks`` every second where Azure
 seconds, so one local second stands for 30 s. The defaults keep the proportions: an evaluation every
 10 s (the provider's 5 minutes), nodes up in 6 s (about 3 minutes on Azure), shards of 6-10 s (3-5
 minutes), 60-second pauses (30 minutes).
+
+``--results`` runs the two experiments of ``bench/autoscale-results.md`` one after the other (:data:`EXPERIMENTS`)
+and writes that file whole, stamped (``bench/results_file.py``): its tables and every figure in its words come
+from this run.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 import random
 import statistics
 import sys
@@ -49,6 +55,11 @@ from azure.core.exceptions import ResourceNotFoundError
 from airflow_provider_azbatch.compute.autoscale import autoscale_formula
 from airflow_provider_azbatch.pools import BatchPool
 from local_azure_batch.testing import run_local_batch_service
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import results_file
+
+RESULTS = Path(__file__).resolve().parent / "autoscale-results.md"
 
 # The training example's CPU pool (example_dags/example_azbatch_training.py), with more nodes.
 REQUIREMENTS = {"cpus": 1, "memory": "2Gi"}
@@ -203,7 +214,7 @@ def measure(run: Run) -> dict[str, float]:
     }
 
 
-def main() -> int:
+def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--max-nodes", type=int, default=4, help="both pools' max_nodes (the fixed pool's size)")
     parser.add_argument("--bursts", type=int, default=3, help="fan-outs, each followed by a pause")
@@ -229,13 +240,14 @@ def main() -> int:
     )
     parser.add_argument("--no-fixed", action="store_true", help="leave out the fixed pool")
     parser.add_argument("--timeline", action="store_true", help="also print each pool's node count, listing by listing")
-    args = parser.parse_args()
-    # Importing the provider brings Airflow's logging, which shows every request the SDK makes.
-    logging.getLogger("azure.core.pipeline.policies.http_logging_policy").setLevel(logging.WARNING)
+    parser.add_argument(
+        "--results", action="store_true", help="run both experiments of autoscale-results.md and write it"
+    )
+    return parser
 
-    rng = random.Random(args.seed)
-    low, high = args.task_seconds * (1 - args.spread), args.task_seconds * (1 + args.spread)
-    durations = [[round(rng.uniform(low, high), 1) for _ in range(args.tasks)] for _ in range(args.bursts)]
+
+def pools(args: argparse.Namespace) -> list[Run]:
+    """The pools of one experiment: an autoscaled pool per ``--formula``, and the fixed pool."""
     runs = []
     for index, formula in enumerate(args.formula or ["provider"]):
         pool = BatchPool.shared("bench", requirements=REQUIREMENTS, max_nodes=args.max_nodes, autoscale=True)
@@ -262,7 +274,15 @@ def main() -> int:
     if not args.no_fixed:
         pool = BatchPool.shared("bench", requirements=REQUIREMENTS, max_nodes=args.max_nodes, autoscale=False)
         runs.append(Run("fixed", "bench-fixed", pool.pool_body(containers=False, multi_node=args.multi_node)))
+    return runs
 
+
+def experiment(args: argparse.Namespace) -> tuple[str, dict[str, dict[str, Any]]]:
+    """Run the workload on every pool at once; the report (Markdown) and each pool's figures by label."""
+    rng = random.Random(args.seed)
+    low, high = args.task_seconds * (1 - args.spread), args.task_seconds * (1 + args.spread)
+    durations = [[round(rng.uniform(low, high), 1) for _ in range(args.tasks)] for _ in range(args.bursts)]
+    runs = pools(args)
     service_args = [
         "--quiet",
         "--autoscale-interval",
@@ -283,39 +303,132 @@ def main() -> int:
 
     scale = AZURE_SECONDS_PER_LOCAL_SECOND
     body = runs[0].body
-    print(
-        f"workload: {args.bursts} bursts x {args.tasks} shards x {low:g}-{high:g} s (seed {args.seed}), "
+    lines = [
+        f"Workload: {args.bursts} bursts x {args.tasks} shards x {low:g}-{high:g} s (seed {args.seed}), "
         f"{args.gap:g} s pause after each"
         + (f", and one {args.multi_node}-node task" if args.multi_node > 1 else "")
-        + f"; max_nodes {args.max_nodes} ({body['vmSize']}, "
-        f"{body['taskSlotsPerNode']} task slots per node)"
-    )
-    print(
-        f"local service: samples every 1 s, --autoscale-interval {args.autoscale_interval:g}, "
-        f"--node-start-seconds {args.node_start_seconds:g} (x{scale} on Azure: samples every {scale} s, "
+        + f"; max_nodes {args.max_nodes} ({body['vmSize']}, {body['taskSlotsPerNode']} task slots per node).",
+        "",
+        f"Local service: samples every 1 s, `--autoscale-interval {args.autoscale_interval:g}`, "
+        f"`--node-start-seconds {args.node_start_seconds:g}` (x{scale} on Azure: samples every {scale} s, "
         f"evaluations every {args.autoscale_interval * scale / 60:g} min, nodes up in "
         f"{args.node_start_seconds * scale / 60:g} min, shards of {low * scale / 60:g}-{high * scale / 60:g} min, "
-        f"pauses of {args.gap * scale / 60:g} min)"
-    )
+        f"pauses of {args.gap * scale / 60:g} min).",
+        "",
+    ]
     for run in runs:
         if run.body.get("enableAutoScale"):
-            print(f"{run.label} (autoScaleEvaluationInterval {run.body['autoScaleEvaluationInterval']} on Azure):")
-            print("    " + run.body["autoScaleFormula"].replace("\n", "\n    "))
-    print()
-    print(
+            lines += [
+                f"{run.label} (`autoScaleEvaluationInterval` {run.body['autoScaleEvaluationInterval']} on Azure):",
+                "",
+                "```text",
+                run.body["autoScaleFormula"],
+                "```",
+                "",
+            ]
+    lines += [
         "| pool | paid node-s | paid node-h on Azure | busy node-s | idle share | makespan s | mean burst s | "
-        "nodes used | peak |"
-    )
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        "nodes used | peak |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    figures: dict[str, dict[str, Any]] = {}
     for run in runs:
-        r = measure(run)
-        print(
+        r = figures[run.label] = measure(run)
+        r["timeline"] = "".join(str(min(count, 9)) for _, count in run.counts)
+        lines.append(
             f"| {run.label} | {r['paid']:.0f} | {r['azure_node_hours']:.2f} | {r['busy']:.0f} | {r['idle']:.0%} | "
             f"{r['makespan']:.0f} | {r['burst']:.1f} | {r['nodes']} | {r['peak']} |"
         )
     if args.timeline:
-        for run in runs:
-            print(f"{run.label}: " + "".join(str(min(count, 9)) for _, count in run.counts))
+        lines += ["", "Node counts, listing by listing (every second):", ""]
+        lines += [f"- {run.label}: `{figures[run.label]['timeline']}`" for run in runs]
+    return "\n".join(lines) + "\n", figures
+
+
+# The experiments of autoscale-results.md: the formulas against a fixed pool; a burst with a multi-node task.
+EXPERIMENTS = {
+    "formulas": ["--formula", "previous", "--formula", "previous-scaled", "--formula", "provider"],
+    "multi-node": [
+        *("--formula", "before-0.5", "--formula", "provider"),
+        *("--multi-node", "3", "--tasks", "6", "--no-fixed", "--timeline"),
+    ],
+}
+
+
+def _on_azure(local_seconds: float) -> str:
+    return f"about {local_seconds * AZURE_SECONDS_PER_LOCAL_SECOND / 60:.1f} minutes on Azure"
+
+
+def formulas_text(report: str, figures: dict[str, dict[str, Any]]) -> str:
+    ours, fixed = figures["autoscaled"], figures["fixed"]
+    previous, scaled = figures["autoscaled, previous formula"], figures["autoscaled, previous formula, window / 30"]
+    return f"""### The formulas against a fixed pool
+
+`python bench/autoscale.py {" ".join(EXPERIMENTS["formulas"])}` runs one workload at once on autoscaled shared
+pools and on a fixed pool of the same size, against the local Batch service: `BatchPool.shared(...,
+requirements={{"cpus": 1, "memory": "2Gi"}}, max_nodes=4)` (the training example's CPU pool). Paid node-seconds
+run from each node's `allocationTime` until it leaves the pool, busy ones while it runs at least one task (both
+from the service's own data); makespan is from the first submission to the last task's end, a burst from its
+job's submission to its last task's end.
+
+{report}
+The provider's formula left {ours["idle"]:.0%} of its paid node time idle, against {fixed["idle"]:.0%} for the
+fixed pool, {previous["idle"]:.0%} for the previous formula and {scaled["idle"]:.0%} for the previous formula with
+its window divided by 30. Its price is latency: a burst took {ours["burst"] - fixed["burst"]:.1f} s more than on
+the fixed pool ({_on_azure(ours["burst"] - fixed["burst"])}), waiting for an evaluation and for nodes to boot.
+
+The formula is `$tasks = max(0, $PendingTasks.GetSample(1), avg($PendingTasks.GetSample(2)));` then
+`ceil($tasks / task slots)` nodes within `[min_nodes, max_nodes]`, `$NodeDeallocationOption = taskcompletion`,
+evaluated every 5 minutes (the shortest interval Batch allows). Nodes come at the first evaluation that sees
+tasks and go at the first that sees two samples without any; the two-sample mean bridges a shorter dip (between
+one Airflow task's job and the next) rather than trusting one sample. `$PendingTasks` counts running tasks, so a
+scale-down gives up nodes with no work left and `taskcompletion` seldom waits for one (`requeue` would kill and
+re-run shards, `retaineddata` would keep nodes for the tasks' retention time). The window is a count of samples,
+not a time range, so it means the same on Azure and on the local service: the previous formula's 3-minute range
+is 6 samples on Azure (the "window / 30" row) but 180 locally, where it kept nodes through the pauses. What stays
+idle is nodes booting and nodes waiting up to one evaluation after their last shard. The longer the pauses, the
+closer the fixed pool's idle share gets to 100 %, while the autoscaled pool has no nodes then.
+"""
+
+
+def multi_node_text(report: str, figures: dict[str, dict[str, Any]]) -> str:
+    before, ours = figures["autoscaled, before 0.5.0"], figures["autoscaled"]
+    return f"""### A burst with a multi-node task
+
+`python bench/autoscale.py {" ".join(EXPERIMENTS["multi-node"])}` runs the same kind of workload on pools made
+for a task spanning 3 nodes (one task slot per node, `max_nodes=4`). Versions before 0.5.0 made the multi-node
+task's node count the formula's minimum; 0.5.0 holds it only while anything is pending (`$tasks = $tasks > 0 ?
+max($tasks, 3) : 0;`), down to `min_nodes` (0) otherwise.
+
+{report}
+The pool of 0.5.0 paid for {ours["azure_node_hours"]:.2f} node-hours instead of {before["azure_node_hours"]:.2f}
+(on Azure's time scale), because the nodes the earlier formula kept through every pause are given back after each
+burst. The price is the one an autoscaled pool always pays: each burst waited
+{ours["burst"] - before["burst"]:.1f} s more ({_on_azure(ours["burst"] - before["burst"])}) for an evaluation and
+for nodes to boot.
+"""
+
+
+def write_results(parse: argparse.ArgumentParser) -> Path:
+    started, load = time.time(), os.getloadavg()
+    texts = []
+    for name, argv in EXPERIMENTS.items():
+        report, figures = experiment(parse.parse_args(argv))
+        texts.append((formulas_text if name == "formulas" else multi_node_text)(report, figures))
+        print(texts[-1], flush=True)
+    return results_file.write(RESULTS, started, load, "\n".join(texts), full=True)
+
+
+def main() -> int:
+    parse = parser()
+    args = parse.parse_args()
+    # Importing the provider brings Airflow's logging, which shows every request the SDK makes.
+    logging.getLogger("azure.core.pipeline.policies.http_logging_policy").setLevel(logging.WARNING)
+    if args.results:
+        print(write_results(parse))
+        return 0
+    report, _ = experiment(args)
+    print(report)
     return 0
 
 

@@ -14,7 +14,10 @@ run dropped) and the medians are compared:
 
 Done when the ``AIRFLOW_CONN_AZBATCH_DEFAULT`` median is within 1 s of ``local_cwd``'s.
 
-    .venv/bin/python bench/torchx_startup.py [--runs 7] [--output bench/torchx-startup-results.md]
+    .venv/bin/python bench/torchx_startup.py [--runs 7]      # make bench-torchx-startup
+
+The results go to bench/torchx-startup-results.md, written whole and stamped (``bench/results_file.py``); a run
+of fewer than the default runs writes to ``bench/.out`` instead.
 """
 
 from __future__ import annotations
@@ -22,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -31,6 +33,12 @@ import time
 from pathlib import Path
 
 from local_azure_batch.testing import run_local_batch_service
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import results_file
+
+RESULTS = Path(__file__).resolve().parent / "torchx-startup-results.md"
+DEFAULT_RUNS = 7
 
 TARGET_SECONDS = 1.0
 
@@ -49,18 +57,13 @@ def launched(command: list[str], env: dict[str, str], cwd: str) -> str:
     return done.stdout.strip().splitlines()[-1]
 
 
-def load() -> str:
-    return " ".join(f"{value:.2f}" for value in os.getloadavg())
-
-
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--runs", type=int, default=7)
-    parser.add_argument("--output", type=Path, help="write the results as Markdown here")
+    parser.add_argument("--runs", type=int, default=DEFAULT_RUNS)
     args = parser.parse_args()
+    started, load_before = time.time(), os.getloadavg()
     python = sys.executable
     torchx = [python, "-m", "torchx.cli.main"]
-    load_before = load()
     with tempfile.TemporaryDirectory() as work, run_local_batch_service(extra_args=["--quiet"]) as batch:
         base = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW_CONN_", "AIRFLOW__SECRETS__"))}
         base["AIRFLOW_HOME"] = os.path.join(work, "airflow")
@@ -152,23 +155,18 @@ def main() -> int:
         f"(target: at most {TARGET_SECONDS:.0f} s more): {verdict}."
     )
     print(summary)
-    if args.output:
-        cores = os.cpu_count()
-        args.output.write_text(
-            "# `torchx status` start-up: `azure_batch` against `local_cwd`\n\n"
-            "Written by `bench/torchx_startup.py` (what each row measures is in its docstring): "
-            f"{args.runs} warm runs of each command (a cold run dropped first), one app running on each "
-            "scheduler, the local Batch service on the same machine.\n\n"
-            f"Machine: {cores} cores, Python {platform.python_version()}, **shared** with other work while this "
-            f"ran (load average {load_before} before, {load()} after): absolute times vary with it; the gap "
-            "between rows measured together is what counts.\n\n"
-            "| command | median (s) | min (s) | max (s) |\n|---|---|---|---|\n" + "\n".join(rows) + "\n\n"
-            f"{summary}\n\n"
-            "`local_cwd` keeps its apps in the process that ran them: its `status` from another process answers "
-            "that the app does not exist (exit 1), after the same start-up, so its row is TorchX's start-up and an "
-            "in-memory look-up, the floor of any scheduler's `status`.\n",
-            encoding="utf-8",
-        )
+    body = (
+        "What each row measures is in `bench/torchx_startup.py`'s docstring: "
+        f"{args.runs} warm runs of each command (a cold run dropped first), one app running on each "
+        "scheduler, the local Batch service on the same machine. Absolute times vary with the machine's load; "
+        "the gap between rows measured together is what counts.\n\n"
+        "| command | median (s) | min (s) | max (s) |\n|---|---|---|---|\n" + "\n".join(rows) + "\n\n"
+        f"{summary}\n\n"
+        "`local_cwd` keeps its apps in the process that ran them: its `status` from another process answers "
+        "that the app does not exist (exit 1), after the same start-up, so its row is TorchX's start-up and an "
+        "in-memory look-up, the floor of any scheduler's `status`.\n"
+    )
+    print(results_file.write(RESULTS, started, load_before, body, full=args.runs == DEFAULT_RUNS))
     return 0 if gap <= TARGET_SECONDS else 1
 
 
