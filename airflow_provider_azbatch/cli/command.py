@@ -38,6 +38,16 @@ def note(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def confirm(question: str) -> bool:
+    """The user's yes to ``question`` at the terminal (no terminal to ask on: no)."""
+    from airflow.utils.helpers import ask_yesno
+
+    try:
+        return ask_yesno(f"{question} [y/N]", default=False, output_fn=note)
+    except (EOFError, OSError):  # nothing to read an answer from
+        return False
+
+
 def fail(message: str, exit_code: int = EXIT_ERROR) -> NoReturn:
     note(message)
     raise SystemExit(exit_code)

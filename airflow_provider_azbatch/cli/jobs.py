@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.utils.cli import suppress_logs_and_warning
 from airflow.utils.providers_configuration_loader import providers_configuration_loaded
 
-from airflow_provider_azbatch.cli.command import CliError, note, run
+from airflow_provider_azbatch.cli.command import CliError, confirm, note, run
 from airflow_provider_azbatch.cli.outcomes import OUTCOMES, job_outcome
 from airflow_provider_azbatch.cli.output import (
     Column,
@@ -327,22 +327,13 @@ def jobs_cancel(args: Namespace) -> None:
     run(args, _cancel)
 
 
-def _confirm(question: str) -> bool:
-    from airflow.utils.helpers import ask_yesno
-
-    try:
-        return ask_yesno(f"{question} [y/N]", default=False, output_fn=note)
-    except (EOFError, OSError):  # nothing to read an answer from
-        return False
-
-
 def _cancel(hook: AzureBatchHook, args: Namespace) -> None:
     job_id = job_id_of(hook, args, args.job_id)
     job = hook.get_job(job_id, select=["id", "state"])
     if job is None:
         raise CliError(f"Batch job '{job_id}' does not exist in Batch account '{hook.account_name}'")
     what = f"Terminate{' and delete' if args.delete else ''} Batch job {job_id} ({enum_value(job.state)})?"
-    if not args.yes and not _confirm(what):
+    if not args.yes and not confirm(what):
         raise CliError("Not confirmed: nothing was done (--yes to skip the question)")
     if hook.terminate_job(job_id, reason=args.reason, wait=True):
         print(f"Batch job {job_id} terminated ({args.reason})")

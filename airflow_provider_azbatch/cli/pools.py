@@ -12,7 +12,7 @@ from airflow.utils.cli import suppress_logs_and_warning
 from airflow.utils.providers_configuration_loader import providers_configuration_loaded
 
 from airflow_provider_azbatch import config
-from airflow_provider_azbatch.cli.command import CliError, note, run
+from airflow_provider_azbatch.cli.command import CliError, confirm, note, run
 from airflow_provider_azbatch.cli.idle_pools import idle_verdict
 from airflow_provider_azbatch.cli.node_table import NODE_COLUMNS, error_record, errors_text, node_record
 from airflow_provider_azbatch.cli.output import (
@@ -205,15 +205,6 @@ def pools_delete(args: Namespace) -> None:
     run(args, _delete)
 
 
-def _confirm(question: str) -> bool:
-    from airflow.utils.helpers import ask_yesno
-
-    try:
-        return ask_yesno(f"{question} [y/N]", default=False, output_fn=note)
-    except (EOFError, OSError):  # nothing to read an answer from
-        return False
-
-
 def _delete(hook: AzureBatchHook, args: Namespace) -> None:
     pool = hook.get_pool(args.pool_id, select=LIST_SELECT)
     if pool is None:
@@ -226,7 +217,7 @@ def _delete(hook: AzureBatchHook, args: Namespace) -> None:
     if not args.yes:
         if not sys.stdin.isatty():
             raise CliError(f"Not deleted: confirm with --yes to delete Batch pool {pool.id} (no terminal to ask on)")
-        if not _confirm(what):
+        if not confirm(what):
             raise CliError("Not confirmed: nothing was done (--yes to skip the question)")
     if hook.delete_pool(pool.id, wait=True):
         print(f"Batch pool {pool.id} deleted")

@@ -9,15 +9,11 @@ the operator stores on it (``airflow_dag_id``, ``airflow_task_id``, ``airflow_ru
 from __future__ import annotations
 
 from argparse import Namespace
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_azbatch.cli.command import CliError, UsageError
 from airflow_provider_azbatch.submission.job_ids import (
-    DAG_ID_KEY,
-    MAP_INDEX_KEY,
-    RUN_ID_KEY,
-    TASK_ID_KEY,
+    TaskInstanceRef,
     attempt_job_id,
     default_job_id,
 )
@@ -26,32 +22,11 @@ if TYPE_CHECKING:
     from airflow_provider_azbatch.hooks.batch import AzureBatchHook
 
 
-@dataclass(frozen=True)
-class TaskInstance:
-    dag_id: str
-    task_id: str
-    run_id: str
-    map_index: int = -1
-
-    def describe(self) -> str:
-        text = f"DAG '{self.dag_id}', task '{self.task_id}', run '{self.run_id}'"
-        return text + (f", map index {self.map_index}" if self.map_index >= 0 else "")
-
-    def matches(self, metadata: dict[str, str]) -> bool:
-        map_index = metadata.get(MAP_INDEX_KEY, "-1")
-        return (
-            metadata.get(DAG_ID_KEY) == self.dag_id
-            and metadata.get(TASK_ID_KEY) == self.task_id
-            and metadata.get(RUN_ID_KEY) == self.run_id
-            and map_index == str(self.map_index)
-        )
-
-
 def metadata_of(job: Any) -> dict[str, str]:
     return {item.name: item.value for item in (getattr(job, "metadata", None) or []) if item.name}
 
 
-def task_instance_of(args: Namespace) -> TaskInstance | None:
+def task_instance_of(args: Namespace) -> TaskInstanceRef | None:
     """The ``--dag-id/--task-id/--run-id[/--map-index]`` given, or None if none of them is."""
     given = {"--dag-id": args.dag_id, "--task-id": args.task_id, "--run-id": args.run_id}
     if not any(given.values()):
@@ -62,7 +37,7 @@ def task_instance_of(args: Namespace) -> TaskInstance | None:
             f"{' and '.join(missing)} missing: a task instance is named by --dag-id, --task-id and --run-id "
             "(and --map-index for a mapped task)"
         )
-    return TaskInstance(args.dag_id, args.task_id, args.run_id, args.map_index)
+    return TaskInstanceRef(args.dag_id, args.task_id, args.run_id, args.map_index)
 
 
 def job_id_of(hook: AzureBatchHook, args: Namespace, job_id: str | None) -> str:
@@ -79,7 +54,7 @@ def job_id_of(hook: AzureBatchHook, args: Namespace, job_id: str | None) -> str:
     return latest_job_of(hook, task_instance)
 
 
-def latest_job_of(hook: AzureBatchHook, ti: TaskInstance) -> str:
+def latest_job_of(hook: AzureBatchHook, ti: TaskInstanceRef) -> str:
     base = default_job_id(ti.dag_id, ti.task_id, ti.run_id, ti.map_index)
     found = None
     attempt = 1

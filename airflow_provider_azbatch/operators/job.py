@@ -319,12 +319,12 @@ class AzureBatchJobOperator(BaseOperator):
         return self.run_settings.stream_output
 
     @cached_property
-    def hook(self) -> AzureBatchHook:
-        return AzureBatchHook(self.azbatch_conn_id)
-
-    @cached_property
     def run(self) -> JobRun:
-        return JobRun(self.hook, self.run_settings, self.log)
+        return JobRun.of(self.run_settings, self.log)
+
+    @property
+    def hook(self) -> AzureBatchHook:
+        return self.run.hook
 
     def files_for_tasks(self) -> Sequence[FileForTasks]:
         """Files staged for the tasks when the job is submitted (the TaskFlow decorator's call)."""

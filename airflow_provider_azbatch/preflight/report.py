@@ -8,7 +8,7 @@ findings name identities, roles and resources, never keys, tokens or SAS.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any
 
@@ -63,14 +63,7 @@ class Identity:
     principal_type: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "description": self.description,
-            "tenant_id": self.tenant_id,
-            "object_id": self.object_id,
-            "application_id": self.application_id,
-            "principal_type": self.principal_type,
-        }
+        return asdict(self)
 
 
 @dataclass

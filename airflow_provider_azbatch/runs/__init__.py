@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_azbatch.runs.pre_submit import TaskInstanceRef
 from airflow_provider_azbatch.runs.results import Expectations, RunResult
 from airflow_provider_azbatch.runs.settings import RunSettings
+from airflow_provider_azbatch.submission.job_ids import TaskInstanceRef
 
 if TYPE_CHECKING:
     from airflow_provider_azbatch.runs.lifecycle import JobRun, event_in_full

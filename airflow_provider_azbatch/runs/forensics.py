@@ -15,7 +15,7 @@ Nothing here fails a run: a node whose logs could not be kept says why, in the f
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -58,14 +58,7 @@ class KeptLogs:
         return where + ")"
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "pool_id": self.pool_id,
-            "node_id": self.node_id,
-            "url": self.url,
-            "files": self.files,
-            "arrived": self.arrived,
-            "problem": self.problem,
-        }
+        return asdict(self)
 
 
 def keep_node_logs(

@@ -30,11 +30,12 @@ from airflow_provider_azbatch.model.verdict import (
     SPOT_FALLBACK_FAILED,
 )
 from airflow_provider_azbatch.runs.forensics import KeptLogs, keep_node_logs
-from airflow_provider_azbatch.runs.pre_submit import TaskInstanceRef, build_submission
+from airflow_provider_azbatch.runs.pre_submit import build_submission
 from airflow_provider_azbatch.runs.results import Expectations, RunResult, collect_result
 from airflow_provider_azbatch.runs.settings import RunSettings
 from airflow_provider_azbatch.runs.spot_fallback import fall_back
 from airflow_provider_azbatch.submission.job import JobSubmission
+from airflow_provider_azbatch.submission.job_ids import TaskInstanceRef
 from airflow_provider_azbatch.submission.reattach import Attachment, submit_or_reattach
 from airflow_provider_azbatch.submission.request import JobRequest
 from airflow_provider_azbatch.triggers.job import AzureBatchJobTrigger
@@ -102,6 +103,11 @@ def event_in_full(event: dict[str, Any] | None, context: Context, task_id: str) 
 
 class JobRun:
     """The life of the job of one try (see the module docstring)."""
+
+    @classmethod
+    def of(cls, settings: RunSettings, log: Log) -> JobRun:
+        """The run of a face (the operator, the sensor) on its settings' connection."""
+        return cls(AzureBatchHook(settings.azbatch_conn_id), settings, log)
 
     def __init__(self, hook: AzureBatchHook, settings: RunSettings, log: Log) -> None:
         self.hook = hook

@@ -4,7 +4,6 @@ anything is submitted (registry credentials, storage access, workspaces staged, 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,7 +17,7 @@ from airflow_provider_azbatch.specs.tasks import TaskSpec
 from airflow_provider_azbatch.specs.workspace import METADATA_KEY as WORKSPACE_METADATA_KEY
 from airflow_provider_azbatch.specs.workspace import STAGED_METADATA_KEY
 from airflow_provider_azbatch.submission.job import JobSubmission
-from airflow_provider_azbatch.submission.job_ids import default_job_id, task_instance_metadata
+from airflow_provider_azbatch.submission.job_ids import TaskInstanceRef, default_job_id, task_instance_metadata
 from airflow_provider_azbatch.submission.request import CheckedRequest, JobRequest
 from airflow_provider_azbatch.submission.task_extras import registry_credentials, task_extras
 from airflow_provider_azbatch.watching.preemption import spot_watch
@@ -26,33 +25,8 @@ from airflow_provider_azbatch.workspace.staged_files import stage_files
 from airflow_provider_azbatch.workspace.staging import stage_workspaces
 
 if TYPE_CHECKING:
-    from airflow.sdk import Context
-
     from airflow_provider_azbatch.compat import Log
     from airflow_provider_azbatch.hooks.batch import AzureBatchHook
-
-
-@dataclass(frozen=True)
-class TaskInstanceRef:
-    """The Airflow task instance a run belongs to (job ids and job metadata are derived from it)."""
-
-    dag_id: str
-    task_id: str
-    run_id: str
-    map_index: int = -1
-    # Relative workspaces are found from here (the DAG file's folder).
-    dag_folder: Path = Path(".")
-
-    @classmethod
-    def of(cls, context: Context, task_id: str) -> TaskInstanceRef:
-        map_index = getattr(context["ti"], "map_index", None)
-        return cls(
-            dag_id=context["dag"].dag_id,
-            task_id=task_id,
-            run_id=context["run_id"],
-            map_index=-1 if map_index is None else map_index,
-            dag_folder=Path(context["dag"].fileloc).parent,
-        )
 
 
 def build_submission(

@@ -91,12 +91,12 @@ class AzureBatchJobSensor(BaseSensorOperator):
         return self.run_settings.azbatch_conn_id
 
     @cached_property
-    def hook(self) -> AzureBatchHook:
-        return AzureBatchHook(self.azbatch_conn_id)
-
-    @cached_property
     def run(self) -> JobRun:
-        return JobRun(self.hook, self.run_settings, self.log)
+        return JobRun.of(self.run_settings, self.log)
+
+    @property
+    def hook(self) -> AzureBatchHook:
+        return self.run.hook
 
     def _new_state(self) -> WatchState:
         job = self.hook.get_job(

@@ -4,6 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
 
 MAX_ID_LENGTH = 64
 _INVALID = re.compile(r"[^A-Za-z0-9_-]+")
@@ -40,3 +46,37 @@ def task_instance_metadata(dag_id: str, task_id: str, run_id: str, map_index: in
     if map_index >= 0:
         metadata[MAP_INDEX_KEY] = str(map_index)
     return metadata
+
+
+@dataclass(frozen=True)
+class TaskInstanceRef:
+    """The Airflow task instance a run belongs to (job ids and job metadata are derived from it)."""
+
+    dag_id: str
+    task_id: str
+    run_id: str
+    map_index: int = -1
+    # Relative workspaces are found from here (the DAG file's folder).
+    dag_folder: Path = Path(".")
+
+    @classmethod
+    def of(cls, context: Context, task_id: str) -> TaskInstanceRef:
+        map_index = getattr(context["ti"], "map_index", None)
+        return cls(
+            dag_id=context["dag"].dag_id,
+            task_id=task_id,
+            run_id=context["run_id"],
+            map_index=-1 if map_index is None else map_index,
+            dag_folder=Path(context["dag"].fileloc).parent,
+        )
+
+    def describe(self) -> str:
+        text = f"DAG '{self.dag_id}', task '{self.task_id}', run '{self.run_id}'"
+        return text + (f", map index {self.map_index}" if self.map_index >= 0 else "")
+
+    def matches(self, metadata: dict[str, str]) -> bool:
+        """Whether a job's metadata names this task instance (:func:`task_instance_metadata`)."""
+        return metadata.get(MAP_INDEX_KEY, "-1") == str(self.map_index) and all(
+            metadata.get(key) == value
+            for key, value in ((DAG_ID_KEY, self.dag_id), (TASK_ID_KEY, self.task_id), (RUN_ID_KEY, self.run_id))
+        )

@@ -19,7 +19,7 @@ job to dedicated nodes (:mod:`airflow_provider_azbatch.runs.spot_fallback`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from typing import Any
 
@@ -51,14 +51,7 @@ class Requeue:
         return max(0.0, (datetime.fromisoformat(self.end) - datetime.fromisoformat(self.start)).total_seconds())
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "task": self.task,
-            "node": self.node,
-            "start": self.start,
-            "end": self.end,
-            "preempted": self.preempted,
-            "nodes": self.nodes,
-        }
+        return asdict(self)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Requeue:
