@@ -157,9 +157,15 @@ nitpick_ignore_regex = [
         r"py:.*",
         r"airflow_provider_azbatch\.(runs|watching|results|model|submission\.(request|job|task_extras)"
         r"|specs\.(overrides|exit_conditions|operator_options)"
-        r"|hooks\.(storage|clouds|credentials|batch_reads|pool_moves|submission_steps)"
+        r"|hooks\.(storage|clouds|credentials|batch_async|batch_reads|pool_moves|submission_steps)"
         r"|workspace\.staged_files|compute\.(catalog|pool_spec|autoscale)"
         r"|triggers\.(output_reads|pool_nodes|subscription|listeners|checkpoints|handover|kill|watch_events|watch_loop))(\..*)?",
+    ),
+    # The same machinery named relatively (``:mod:`.kill```) by the documented modules beside it.
+    (
+        r"py:.*",
+        r"(output_reads|pool_nodes|subscription|listeners|checkpoints|handover|kill|watch_events|watch_loop"
+        r"|pool_moves)(\..*)?",
     ),
 ]
 
