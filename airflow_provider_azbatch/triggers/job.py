@@ -191,6 +191,12 @@ class AzureBatchJobTrigger(BaseTrigger):
             return None
         return {"dag_id": ti.dag_id, "task_id": ti.task_id, "run_id": ti.run_id, "map_index": ti.map_index}
 
+    def _try_number(self) -> int | None:
+        """The try of the task instance this trigger watches for (None: unknown)."""
+        ti = self.task_instance
+        value = getattr(ti, "try_number", None) if ti is not None else None
+        return value if isinstance(value, int) else None
+
     async def _task_state(self) -> str | None:
         return await kill.task_state(self._ti_coordinates())
 

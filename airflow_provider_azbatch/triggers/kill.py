@@ -152,7 +152,7 @@ def _in_background(work: Coroutine[Any, Any, None]) -> asyncio.Future[None]:
 async def _terminate_if_killed(trigger: AzureBatchJobTrigger) -> None:
     job_id, log = trigger.job_id, trigger.log
     try:
-        verdict = decide(job_id, _try_number(trigger), await _kill_facts(trigger))
+        verdict = decide(job_id, trigger._try_number(), await _kill_facts(trigger))
     except Exception as exc:
         # Rather leave a job running than kill one that another trigger watches.
         log.warning(
@@ -184,12 +184,6 @@ async def _terminate(conn_id: str, job_id: str, log: Logger) -> bool:
         log.warning("Could not terminate Batch job %s: %s", job_id, describe_error(exc))
         return False
     return True
-
-
-def _try_number(trigger: AzureBatchJobTrigger) -> int | None:
-    ti = trigger.task_instance
-    value = getattr(ti, "try_number", None) if ti is not None else None
-    return value if isinstance(value, int) else None
 
 
 async def _kill_facts(trigger: AzureBatchJobTrigger) -> KillFacts:
