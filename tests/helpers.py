@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shlex
+import threading
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -50,3 +52,34 @@ def pool_options(pool_id: str, nodes: int = 1, slots: int = 1, **extra: object) 
         task_slots_per_node=slots,
         **extra,
     )
+
+
+class BackgroundTrigger:
+    """A trigger run in an event loop of its own (a triggerer's), while the test reads the service's log; the event
+    it fired, if it fired before the test ended it, in ``events``."""
+
+    def __init__(self, trigger: Any) -> None:
+        self.trigger = trigger
+        self.events: list[dict] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=lambda: asyncio.run(self._run()))
+
+    async def _run(self) -> None:
+        run = asyncio.ensure_future(anext(self.trigger.run()))
+        while not self._stop.is_set() and not run.done():
+            await asyncio.sleep(0.05)
+        if run.done():
+            with contextlib.suppress(StopAsyncIteration):  # a trigger that ended without an event fired none
+                self.events.append(run.result().payload)
+            return
+        run.cancel()
+        with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+            await run
+
+    def __enter__(self) -> BackgroundTrigger:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(30)

@@ -5,7 +5,6 @@ several triggerers."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import threading
 import time
 import uuid
@@ -22,7 +21,7 @@ from airflow_provider_azbatch.triggers import account_view, pool_nodes
 from airflow_provider_azbatch.triggers.job import AzureBatchJobTrigger
 from airflow_provider_azbatch.watching.state import WatchState
 from tests.airflow_helpers import azbatch_connection_json, captured_logs, messages
-from tests.helpers import sh, wait_until, wait_until_async
+from tests.helpers import BackgroundTrigger, sh, wait_until, wait_until_async
 
 
 def _job(hook: AzureBatchHook, pool: str, command: str, tasks: int = 1) -> str:
@@ -242,41 +241,12 @@ def test_two_triggerers_each_have_their_own_view(local_batch_service, azbatch_de
     assert account_view.open_view_count() == 0
 
 
-class _Background:
-    """A trigger run in an event loop of its own (a triggerer's), while the test reads the service's log."""
-
-    def __init__(self, trigger: AzureBatchJobTrigger) -> None:
-        self.trigger = trigger
-        self.events: list[dict] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=lambda: asyncio.run(self._run()))
-
-    async def _run(self) -> None:
-        run = asyncio.ensure_future(anext(self.trigger.run()))
-        while not self._stop.is_set() and not run.done():
-            await asyncio.sleep(0.05)
-        if run.done():
-            self.events.append(run.result().payload)
-            return
-        run.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await run
-
-    def __enter__(self) -> _Background:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(30)
-
-
 def test_one_deferred_jobs_idle_poll_costs_one_request(local_batch_service, azbatch_default, shared_pool):
     hook = AzureBatchHook()
     job_id = _job(hook, shared_pool, "sleep 60")
     wait_until(lambda: hook.get_task_counts(job_id).running == 1, what="the task running")
     try:
-        with _Background(_trigger(job_id, poll_interval=0.5)):
+        with BackgroundTrigger(_trigger(job_id, poll_interval=0.5)):
             # Its first looks at the job; then nothing moves, and its looks at it come twice as far apart each
             # time (a minute apart at most): the view's listing, one request a poll, tells it of any change.
             wait_until(lambda: local_batch_service.request_log(operations=["Jobs_ListJobs"]), what="a look")
@@ -300,7 +270,7 @@ def test_output_shows_while_the_jobs_state_is_unchanged(local_batch_service, azb
     state = WatchState(job_id=job_id, expected_tasks=1, streamed=["t0"]).to_json()
     trigger = AzureBatchJobTrigger("azbatch_default", state, poll_interval=0.5)
     try:
-        with captured_logs() as logs, _Background(trigger) as background:
+        with captured_logs() as logs, BackgroundTrigger(trigger) as background:
             wait_until(lambda: "[t0] line 3" in messages(logs), what="the third line in the log")
             local_batch_service.clear_request_log()
             shown = len([line for line in messages(logs) if line.startswith("[t0] line ")])

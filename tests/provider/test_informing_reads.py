@@ -3,9 +3,7 @@ against the local Batch service (issue 39)."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import threading
 import time
 import uuid
 from datetime import datetime
@@ -22,7 +20,7 @@ from airflow_provider_azbatch.submission.reattach import submit
 from airflow_provider_azbatch.triggers.job import AzureBatchJobTrigger
 from airflow_provider_azbatch.watching.state import WatchState
 from tests.airflow_helpers import run_dag
-from tests.helpers import pool_options, wait_until
+from tests.helpers import BackgroundTrigger, pool_options, wait_until
 
 START = datetime(2026, 1, 1)
 
@@ -61,31 +59,6 @@ def test_a_credential_refused_the_pools_node_reads_succeeds_as_its_job_and_says_
     assert 1 <= len(refused) <= 2  # the trigger's first look, not a listing a look
 
 
-class _Background:
-    """A trigger run in an event loop of its own (a triggerer's), while the test reads the service's log."""
-
-    def __init__(self, trigger: AzureBatchJobTrigger) -> None:
-        self.trigger = trigger
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=lambda: asyncio.run(self._run()))
-
-    async def _run(self) -> None:
-        run = asyncio.ensure_future(anext(self.trigger.run()))
-        while not self._stop.is_set() and not run.done():
-            await asyncio.sleep(0.05)
-        run.cancel()
-        with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
-            await run
-
-    def __enter__(self) -> _Background:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(30)
-
-
 @pytest.mark.serial  # a minute of one trigger's requests, counted on the session's service
 def test_a_job_of_a_thousand_tasks_waiting_behind_a_busy_pool_costs_at_most_1_2_requests_a_poll(
     local_batch_service, azbatch_default, batch_client
@@ -103,7 +76,7 @@ def test_a_job_of_a_thousand_tasks_waiting_behind_a_busy_pool_costs_at_most_1_2_
         assert hook.get_task_counts(waiting).active == 1000
         state = WatchState(job_id=waiting, expected_tasks=1000, pool_id=pool).to_json()
         trigger = AzureBatchJobTrigger("azbatch_default", state, poll_interval=1.0, stream_output=False)
-        with _Background(trigger):
+        with BackgroundTrigger(trigger):
             wait_until(
                 lambda: local_batch_service.request_log(jobs=[waiting], operations=["Jobs_GetJobTaskCounts"]),
                 what="the trigger's first look",
