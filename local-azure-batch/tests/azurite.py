@@ -10,8 +10,13 @@ import signal
 import socket
 import subprocess
 import tempfile
+import uuid
 from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
+
+from azure.core.credentials import AzureNamedKeyCredential
+from azure.storage.blob import ContainerClient, ContainerSasPermissions, generate_container_sas
 
 from tests.helpers import wait_until
 
@@ -73,3 +78,23 @@ def run_azurite() -> Iterator[str]:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
         shutil.rmtree(workspace, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def writable_container(endpoint: str, prefix: str) -> Iterator[tuple[ContainerClient, str]]:
+    """A new container on Azurite at ``endpoint``, and a SAS URL that may create and write blobs in it (what
+    Batch is given to upload a node's logs to)."""
+    name = f"{prefix}-{uuid.uuid4().hex[:6]}"
+    client = ContainerClient(endpoint, name, credential=AzureNamedKeyCredential(ACCOUNT, KEY))
+    client.create_container()
+    sas = generate_container_sas(
+        ACCOUNT,
+        name,
+        account_key=KEY,
+        permission=ContainerSasPermissions(write=True, create=True),
+        expiry=datetime.now(timezone.utc) + timedelta(hours=1),
+    )
+    try:
+        yield client, f"{endpoint}/{name}?{sas}"
+    finally:
+        client.close()

@@ -4,7 +4,6 @@ container, through the unmodified SDK (or its pipeline, for the certificate path
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -16,11 +15,11 @@ from azure.batch._patch import BatchSharedKeyAuthPolicy
 from azure.core import PipelineClient
 from azure.core.credentials import AzureNamedKeyCredential
 from azure.core.rest import HttpRequest
-from azure.storage.blob import ContainerClient, ContainerSasPermissions, generate_container_sas
+from azure.storage.blob import ContainerClient
 
 from local_azure_batch.testing import LocalBatchService
 from tests import sdk_models
-from tests.azurite import ACCOUNT, KEY, run_azurite
+from tests.azurite import run_azurite, writable_container
 from tests.helpers import wait_until
 
 RETIRED_REASON = (
@@ -111,19 +110,8 @@ def test_nodes_report_their_endpoints_and_ipv6_where_the_pool_asks(batch_client:
 
 @pytest.fixture(scope="module")
 def container() -> Iterator[tuple[ContainerClient, str]]:
-    with run_azurite() as endpoint:
-        name = f"logs-{uuid.uuid4().hex[:6]}"
-        client = ContainerClient(endpoint, name, credential=AzureNamedKeyCredential(ACCOUNT, KEY))
-        client.create_container()
-        sas = generate_container_sas(
-            ACCOUNT,
-            name,
-            account_key=KEY,
-            permission=ContainerSasPermissions(write=True, create=True),
-            expiry=datetime.now(timezone.utc) + timedelta(hours=1),
-        )
-        yield client, f"{endpoint}/{name}?{sas}"
-        client.close()
+    with run_azurite() as endpoint, writable_container(endpoint, "logs") as made:
+        yield made
 
 
 def test_an_unreachable_container_is_answered_and_the_node_logs_the_failure(

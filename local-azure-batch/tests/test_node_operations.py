@@ -18,10 +18,9 @@ from azure.batch.aio import BatchClient as AsyncBatchClient
 from azure.batch.models import _models as unexported
 from azure.core.credentials import AzureNamedKeyCredential
 from azure.core.exceptions import HttpResponseError
-from azure.storage.blob import ContainerClient, ContainerSasPermissions, generate_container_sas
 
 from tests import sdk_models
-from tests.azurite import ACCOUNT, KEY, run_azurite
+from tests.azurite import run_azurite, writable_container
 from tests.helpers import sh, wait_until
 
 # The SDK's node methods -> the REST operation each calls and the status the service answers it with.
@@ -80,18 +79,8 @@ def azurite():
 
 @pytest.fixture(scope="module")
 def logs_container(azurite):
-    name = f"node-logs-{uuid.uuid4().hex[:6]}"
-    container = ContainerClient(azurite, name, credential=AzureNamedKeyCredential(ACCOUNT, KEY))
-    container.create_container()
-    sas = generate_container_sas(
-        ACCOUNT,
-        name,
-        account_key=KEY,
-        permission=ContainerSasPermissions(write=True, create=True),
-        expiry=datetime.now(timezone.utc) + timedelta(hours=1),
-    )
-    yield container, f"{azurite}/{name}?{sas}"
-    container.close()
+    with writable_container(azurite, "node-logs") as made:
+        yield made
 
 
 def _pool(batch_client, pool_id: str, nodes: int = 2) -> list[str]:
