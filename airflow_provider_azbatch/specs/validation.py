@@ -71,6 +71,20 @@ def _type_name(value: Any) -> str:
     return type(value).__name__
 
 
+def known_mapping(
+    value: Any, field: str, known: Sequence[str], *, must_be: str, quote_value: bool = False
+) -> Mapping[Any, Any]:
+    """``value``, a mapping whose keys are all ``known`` fields; the error says what it ``must_be`` otherwise
+    (with ``quote_value``, also the value given, where it is small enough to read)."""
+    if not isinstance(value, Mapping):
+        got = f"{_type_name(value)} {value!r}" if quote_value else _type_name(value)
+        raise fail(field, f"must be {must_be}, got {got}")
+    unknown = unknown_fields(field, value, known)
+    if unknown is not None:
+        raise unknown
+    return value
+
+
 def image(value: Any, field: str) -> str | None:
     """A container image reference (see :mod:`.image_references`); one holding a template waits for the run."""
     from airflow_provider_azbatch.specs.image_references import likely_tag_typo, reference_problem
