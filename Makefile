@@ -176,6 +176,8 @@ EXAMPLES ?= example_azbatch_hello example_azbatch_deferrable
 # a DAG scheduled on a run's output asset, and a DAG started by a job watcher (an asset watcher) once per job,
 # across a triggerer restart. Each row of docs/reference/airflow-lines.md names its tests here (tests/lines).
 REAL_AIRFLOW := tests/airflow_run/test_real_airflow.py
+# Two triggerers on PostgreSQL, one crashed, one frozen, one stopped: a handover keeps every line and kills no job.
+TWO_TRIGGERERS := tests/airflow_run/test_two_triggerers.py
 COMPAT_DEPLOYMENT_TESTS ?= $(REAL_AIRFLOW)::test_output_streams_while_deferred_and_appears_once \
 	$(REAL_AIRFLOW)::test_first_output_appears_within_a_poll_of_the_trigger_start \
 	$(REAL_AIRFLOW)::test_marking_a_deferred_task_failed_terminates_its_job \
@@ -185,7 +187,8 @@ COMPAT_DEPLOYMENT_TESTS ?= $(REAL_AIRFLOW)::test_output_streams_while_deferred_a
 	$(REAL_AIRFLOW)::test_the_connection_form_as_the_ui_receives_it_shows_no_null \
 	$(REAL_AIRFLOW)::test_a_deferred_taskflow_function_returns_what_the_dag_branches_on \
 	$(REAL_AIRFLOW)::test_an_asset_scheduled_dag_runs_once_per_training_run_with_its_job_and_metrics \
-	$(REAL_AIRFLOW)::test_a_watcher_scheduled_dag_runs_once_per_training_job_completed_outside_airflow
+	$(REAL_AIRFLOW)::test_a_watcher_scheduled_dag_runs_once_per_training_job_completed_outside_airflow \
+	$(TWO_TRIGGERERS)
 # Each line's pytest temporary files in the checkout: a shared /tmp/pytest-of-* keeps only the newest three
 # sessions of anyone on the machine, and may remove a running deployment's home.
 COMPAT_PYTEST := $(COMPAT_BIN)/pytest -q -p no:cacheprovider --basetemp=$(CURDIR)/.test-home/pytest-$(LINE)$(COMPAT_SUFFIX)

@@ -10,11 +10,12 @@ running N ``trigger.run()`` generators the way the triggerer runs them (greenbac
 trigger, logs rendered as JSON lines into a channel as the triggerer's runner process sends them). The
 table is printed and written to ``bench/results.md`` (details per operation in ``bench/.out/results.json``).
 
-A scenario: the jobs are created on the endpoint; the triggers start spread over one poll interval (as
-deferrals arrive); once every job was polled twice, a steady window is measured (polls/s from the
-endpoint's counters, loop lag, RSS, CPU); 10 % of the jobs get a deadline within the run (the timeout
-lateness); at the end every task completes, the streaming triggers read their output to the end and fire
-``done``, so bytes fetched / bytes written and lines shown / lines written are exact.
+A scenario: the jobs are created on the endpoint (on a pool with a slot for every task: all run); the triggers
+start spread over one poll interval (as deferrals arrive); once every job was looked at, a steady window is
+measured (requests and response bytes from the endpoint's counters, loop lag, RSS, CPU); 10 % of the jobs get a
+deadline within the run (the timeout lateness); then the jobs end one after the other over ``ENDS_SPREAD`` s, and
+each trigger's event is timed from its job's end (the streaming triggers read their output to the end first, so
+bytes fetched / bytes written and lines shown / lines written are exact).
 """
 
 from __future__ import annotations
@@ -49,8 +50,7 @@ TIMEOUT_EVERY = 10  # jobs j with j % 10 == 3 get a deadline inside the run
 GROWING_EVERY = 100  # 1 % of the streamed tasks write lines; the others stay quiet
 RATE = 800  # bytes per second of a growing stream (10 lines of 80 bytes, or 10 progress bars)
 LATENCY_MS = 10.0  # the endpoint answers every Batch request this much later: a network, as to an Azure region
-# What a poll is at the endpoint: ours asks for task counts; the official lists the job's tasks.
-POLL_OP = {"ours": "taskcounts", "official": "list_tasks"}
+ENDS_SPREAD = 10.0  # after the window, the jobs end one after the other over this many seconds
 
 
 # -- the scenarios ----------------------------------------------------------------------------------------
@@ -261,17 +261,21 @@ async def child(spec: dict[str, Any], channel: Channel) -> dict[str, Any]:
     steady = [j for j in range(n) if j not in timeout_jobs]
     tasks = [asyncio.create_task(run_one(j, interval * k / len(steady), far)) for k, j in enumerate(steady)]
 
-    # Warm-up: every job polled twice (its first poll lists everything), at least two intervals.
+    # Warm-up: every job looked at (a look starts with its task counts; the official trigger's poll lists its
+    # tasks), and at least three intervals.
     warmup_limit = start + interval + 60.0
+    startup = None
     while True:
         await asyncio.sleep(0.5)
-        stats = await admin("stats")
+        stats = await admin("stats?brief=1")
         now = time.time()
-        if (now >= start + 3 * interval and stats["min_polls"] >= 2) or now >= warmup_limit:
+        if startup is None and stats["min_polls"] >= 1:
+            startup = now - start
+        if (now >= start + 3 * interval and startup is not None) or now >= warmup_limit:
             break
-    warm = stats["min_polls"] >= 2
-    startup = time.time() - start
-    say(f"warm-up done in {startup:.1f} s (fewest polls of a job: {stats['min_polls']})")
+    warm = startup is not None
+    startup = time.time() - start if startup is None else startup
+    say(f"every job looked at in {startup:.1f} s" if warm else f"some job not looked at in {startup:.1f} s")
     rss_steady = rss_bytes()
     waiting_at_window = lock_waiters()
     cpu0, ecpu0, all0, stats0 = me.cpu_times(), endpoint.cpu_times(), psutil.cpu_times(), await admin("stats")
@@ -294,15 +298,19 @@ async def child(spec: dict[str, Any], channel: Channel) -> dict[str, Any]:
             await asyncio.sleep(0.2)
 
     say(f"timeouts: {sum(1 for j in deadlines if j in events)} of {len(deadlines)} fired")
-    # Every task completes; the triggers see it, read the output to the end and fire.
-    await admin("finish", {})
-    finished_at = time.time()
-    until = finished_at + 4 * interval + 60
+    # The jobs end one after the other (the ratio rows' at their runtime); each trigger sees its job's end, reads
+    # the output to the end and fires.
+    if spec["runtime"] is None:
+        await admin("ends", {"first": time.time() + 1.0, "spread": ENDS_SPREAD})
+    ends = {int(job.rsplit("-", 1)[1]): at for job, at in (await admin("stats"))["ends"].items() if at is not None}
+    until = max(ends.values(), default=time.time()) + 4 * interval + 60
     while time.time() < until and len(events) < n:
         await asyncio.sleep(0.2)
-    drain = time.time() - finished_at
-    say(f"drained in {drain:.1f} s: {len(events)} of {n} triggers fired")
+    say(f"{len(events)} of {n} triggers fired")
     unfinished = n - len(events)
+    delays = sorted(
+        events[j][0] - at if j in events and events[j][1] != "error" else float("inf") for j, at in ends.items()
+    )
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
@@ -317,10 +325,8 @@ async def child(spec: dict[str, Any], channel: Channel) -> dict[str, Any]:
     await session.close()
 
     span = t1 - t0
-    polls = (
-        stats1["ops"].get(POLL_OP[spec["trigger"]], [0, 0])[0] - stats0["ops"].get(POLL_OP[spec["trigger"]], [0, 0])[0]
-    )
-    alive = sum(max(0.0, min(t1, deadlines.get(j, far)) - max(t0, started.get(j, t1))) for j in range(n))
+    # Job-polls the interval asks for in the window: each job's time alive in it / the interval.
+    job_polls = sum(max(0.0, min(t1, deadlines.get(j, far)) - max(t0, started.get(j, t1))) for j in range(n)) / interval
     window_lags = sorted(lag for at, lag in lags if t0 <= at <= t1)
     window_gc = [(gen, took) for at, gen, took in gc_pauses if t0 <= at <= t1]
     lateness = sorted(events[j][0] - deadlines[j] for j in deadlines if j in events and events[j][1] == "timeout")
@@ -337,11 +343,15 @@ async def child(spec: dict[str, Any], channel: Channel) -> dict[str, Any]:
         "name": spec["name"],
         "warm": warm,
         "window": span,
-        "polls_per_s": polls / span,
-        "ideal_per_s": alive / interval / span,
-        "requests_per_poll": requests / polls if polls else None,
-        "bytes_per_poll": sent / polls if polls else None,
-        "ops_per_poll": {op: v[0] / polls for op, v in ops.items()} if polls else {},
+        "ends": len(delays),
+        "ends_in_time": sum(1 for d in delays if d <= interval + 1.0),
+        "end_p50_s": statistics.median(delays) if delays else None,
+        "end_p99_s": delays[min(len(delays) - 1, int(0.99 * len(delays)))] if delays else None,
+        "requests_per_s": requests / span,
+        "bytes_per_s": sent / span,
+        "requests_per_job_poll": requests / job_polls if job_polls else None,
+        "bytes_per_job_poll": sent / job_polls if job_polls else None,
+        "ops_per_job_poll": {op: v[0] / job_polls for op, v in ops.items()} if job_polls else {},
         "lag_p50_ms": 1000 * statistics.median(window_lags) if window_lags else None,
         "lag_p99_ms": 1000 * window_lags[min(len(window_lags) - 1, int(0.99 * len(window_lags)))]
         if window_lags
@@ -374,7 +384,6 @@ async def child(spec: dict[str, Any], channel: Channel) -> dict[str, Any]:
         "log_bytes": channel.bytes,
         "events": dict(Counter(status for _, status in events.values())),
         "unfinished": unfinished,
-        "drain_s": drain,
         "errors": final["errors"],
     }
 
@@ -545,9 +554,10 @@ MODE_LABEL = {
 
 def table(results: list[tuple[dict[str, Any], dict[str, Any] | None]]) -> str:
     head = (
-        "| trigger | jobs | interval | mode | polls/s (ideal) | % of ideal | req/poll | bytes/poll "
-        "| loop lag p99 | timeout lateness p50 / max | RSS/job | fetched / written | lines shown / written "
-        "| startup | CPU trigger / endpoint / others |"
+        "| trigger | jobs | interval | mode | ends within poll + 1 s (delay p50 / p99) | requests/s "
+        "| requests a job a poll | response bytes a job a poll | loop lag p99 | timeout lateness p50 / max "
+        "| RSS/job | fetched / written | lines shown / written | every job looked at "
+        "| CPU trigger / endpoint / others |"
     )
     rows = [head, "|" + "---|" * (head.count("|") - 1)]
     for spec, r in results:
@@ -557,7 +567,6 @@ def table(results: list[tuple[dict[str, Any], dict[str, Any] | None]]) -> str:
             rows.append(first + (" n/a (cannot stream) |" if spec.get("skip") else " failed |") + " |" * 10)
             continue
         streaming = spec["mode"] != "watch"
-        pct = 100 * r["polls_per_s"] / r["ideal_per_s"] if r["ideal_per_s"] else None
         if not r["timeouts"]:
             late = "-"
         elif not r["timeouts_fired"]:
@@ -567,18 +576,21 @@ def table(results: list[tuple[dict[str, Any], dict[str, Any] | None]]) -> str:
             if r["timeouts_fired"] != r["timeouts"]:
                 late += f" ({r['timeouts_fired']}/{r['timeouts']} fired)"
         ratio = f"{r['served'] / r['written']:.3f}" if streaming and r["written"] else ("n/a" if not streaming else "-")
-
         lines = (
             f"{r['lines_shown']} / {r['lines_written']}" if streaming and spec["output"]["stdout"] == "lines" else "-"
         )
         if r["unfinished"]:  # ratio and lines are over the jobs whose trigger read their output to the end
             lines += f" ({r['events'].get('done', 0)} jobs done, {r['unfinished']} unfinished)"
-        pct = f"{fmt(pct)} %"
+        ends = (
+            f"{100 * r['ends_in_time'] / r['ends']:.0f} % ({seconds(r['end_p50_s'])} / {seconds(r['end_p99_s'])})"
+            if r["ends"]
+            else "-"
+        )
         cells = [
-            f"{r['polls_per_s']:.1f} ({r['ideal_per_s']:.1f})",
-            pct,
-            fmt(r["requests_per_poll"], "{:.2f}"),
-            fmt(r["bytes_per_poll"]),
+            ends,
+            f"{r['requests_per_s']:.1f}",
+            fmt(r["requests_per_job_poll"], "{:.3f}"),
+            fmt(r["bytes_per_job_poll"]),
             f"{fmt(r['lag_p99_ms'])} ms",
             late,
             f"{r['rss_per_job_kib']:.0f} KiB",
@@ -588,6 +600,24 @@ def table(results: list[tuple[dict[str, Any], dict[str, Any] | None]]) -> str:
             f"{100 * r['cpu_trigger']:.0f} / {100 * r['cpu_endpoint']:.0f} / {100 * r['cpu_others']:.0f} %",
         ]
         rows.append(first + " " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
+def seconds(value: float | None) -> str:
+    """A delay in seconds, or "never" (a trigger that did not fire, or fired an error)."""
+    return "-" if value is None else ("never" if value == float("inf") else f"{value:.1f} s")
+
+
+def gc_table(results: list[tuple[dict[str, Any], dict[str, Any] | None]]) -> str:
+    """The garbage collector's pauses in each scenario's window: what the loop lag p99 measures at scale."""
+    head = "| scenario | GC pauses in the window | full collections | GC time | longest pause | loop lag p99 / max |"
+    rows = [head, "|" + "---|" * (head.count("|") - 1)]
+    for spec, r in results:
+        if r is not None:
+            rows.append(
+                f"| {spec['name']} | {r['gc_pauses']} | {r['gc_gen2']} | {r['gc_ms_total']:.0f} ms "
+                f"| {r['gc_ms_max']:.0f} ms | {fmt(r['lag_p99_ms'])} / {fmt(r['lag_max_ms'])} ms |"
+            )
     return "\n".join(rows)
 
 
@@ -700,7 +730,9 @@ def main() -> None:
             save(capacity)
             if result:
                 print(
-                    f"  {spec['name']}: {result['polls_per_s']:.1f} polls/s of {result['ideal_per_s']:.1f}, "
+                    f"  {spec['name']}: {result['requests_per_s']:.1f} req/s, "
+                    f"{fmt(result['requests_per_job_poll'], '{:.3f}')} a job a poll, ends "
+                    f"{result['ends_in_time']} of {result['ends']} within poll + 1 s, "
                     f"lag p99 {fmt(result['lag_p99_ms'])} ms (max {fmt(result['lag_max_ms'])}; "
                     f"GC {result['gc_pauses']} pauses, {result['gc_gen2']} full, {result['gc_ms_total']:.0f} ms, "
                     f"longest {result['gc_ms_max']:.0f} ms), events {result['events']}, "
@@ -731,6 +763,10 @@ def render(saved: Path, target: Path | None = None) -> str:
             table(results),
             "",
             "The official trigger cannot stream output: its streaming and ratio rows are n/a (not run).",
+            "",
+            "The garbage collector in the same run:",
+            "",
+            gc_table(results),
         ]
     )
     if target is not None:

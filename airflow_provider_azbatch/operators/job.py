@@ -11,7 +11,6 @@ import dataclasses
 import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta, timezone
-from functools import cached_property
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from airflow.sdk import BaseOperator
@@ -24,12 +23,12 @@ from airflow_provider_azbatch.compat import (
     TaskDeferralTimeout,
 )
 from airflow_provider_azbatch.exceptions import QuotaReachedError
-from airflow_provider_azbatch.hooks.batch import AzureBatchHook
 from airflow_provider_azbatch.lineage.outlets import add_outlets, declared_assets, record_events
 from airflow_provider_azbatch.lineage.parent import parent_environment
 from airflow_provider_azbatch.links.job import LINK_XCOM_KEY, AzureBatchJobLink, link_data
 from airflow_provider_azbatch.pools.strategy import BatchPool
-from airflow_provider_azbatch.runs import Expectations, JobRun, RunResult, RunSettings, TaskInstanceRef, event_in_full
+from airflow_provider_azbatch.runs import Expectations, RunResult, RunSettings, TaskInstanceRef, event_in_full
+from airflow_provider_azbatch.runs.face import RunFace
 from airflow_provider_azbatch.runs.lifecycle import deferral_deadline
 from airflow_provider_azbatch.specs import validation
 from airflow_provider_azbatch.specs.identity import RunAs
@@ -72,7 +71,7 @@ def _default_deferrable() -> bool:
     return conf.getboolean("operators", "default_deferrable", fallback=False)
 
 
-class AzureBatchJobOperator(BaseOperator):
+class AzureBatchJobOperator(BaseOperator, RunFace):
     """Run one Azure Batch job and wait for it, showing its tasks' output in the Airflow log.
 
     .. options: begin (python scripts/operator_options.py writes this list)
@@ -305,11 +304,7 @@ class AzureBatchJobOperator(BaseOperator):
         # How errors name option fields: ``containers.image`` when given as objects, ``image`` when flat.
         self._option_names = {group: None if given[group] is not None else FLAT_NAMES for group in (CONTAINERS, BLOB)}
 
-    # The settings a user may read back from the operator.
-    @property
-    def azbatch_conn_id(self) -> str:
-        return self.run_settings.azbatch_conn_id
-
+    # The settings a user may read back from the operator (and ``azbatch_conn_id``, as from the sensor).
     @property
     def poll_interval(self) -> float:
         return self.run_settings.poll_interval
@@ -317,14 +312,6 @@ class AzureBatchJobOperator(BaseOperator):
     @property
     def stream_output(self) -> bool:
         return self.run_settings.stream_output
-
-    @cached_property
-    def run(self) -> JobRun:
-        return JobRun.of(self.run_settings, self.log)
-
-    @property
-    def hook(self) -> AzureBatchHook:
-        return self.run.hook
 
     def files_for_tasks(self) -> Sequence[FileForTasks]:
         """Files staged for the tasks when the job is submitted (the TaskFlow decorator's call)."""

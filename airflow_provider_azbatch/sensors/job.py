@@ -9,16 +9,15 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Sequence
-from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseSensorOperator
 
 from airflow_provider_azbatch import config
 from airflow_provider_azbatch.compat import AirflowException
-from airflow_provider_azbatch.hooks.batch import AzureBatchHook
 from airflow_provider_azbatch.hooks.storage import LogLocation
-from airflow_provider_azbatch.runs import JobRun, RunSettings, event_in_full
+from airflow_provider_azbatch.runs import RunSettings, event_in_full
+from airflow_provider_azbatch.runs.face import RunFace
 from airflow_provider_azbatch.specs import validation
 from airflow_provider_azbatch.watching.core import JobWatcher
 from airflow_provider_azbatch.watching.drivers import run_sync
@@ -30,7 +29,7 @@ if TYPE_CHECKING:
     from airflow.sdk import Context
 
 
-class AzureBatchJobSensor(BaseSensorOperator):
+class AzureBatchJobSensor(BaseSensorOperator, RunFace):
     """Succeeds when every task of the job has finished (or the job ended), failing if any task failed.
 
     :param job_id: the Batch job to watch.
@@ -85,18 +84,6 @@ class AzureBatchJobSensor(BaseSensorOperator):
                 "not mode='reschedule'",
             )
         self._watcher: JobWatcher | None = None
-
-    @property
-    def azbatch_conn_id(self) -> str:
-        return self.run_settings.azbatch_conn_id
-
-    @cached_property
-    def run(self) -> JobRun:
-        return JobRun.of(self.run_settings, self.log)
-
-    @property
-    def hook(self) -> AzureBatchHook:
-        return self.run.hook
 
     def _new_state(self) -> WatchState:
         job = self.hook.get_job(

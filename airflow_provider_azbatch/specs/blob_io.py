@@ -27,12 +27,7 @@ _OUTPUT_FIELDS = ("pattern", "container", "path", "upload", "asset")
 
 
 def _known_fields(value: Any, where: str, known: tuple[str, ...], shape: str) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise validation.fail(where, f"must be a mapping with {shape}, got {type(value).__name__} {value!r}")
-    unknown = validation.unknown_fields(where, value, known)
-    if unknown is not None:
-        raise unknown
-    return value
+    return validation.known_mapping(value, where, known, must_be=f"a mapping with {shape}", quote_value=True)
 
 
 @dataclass(frozen=True)

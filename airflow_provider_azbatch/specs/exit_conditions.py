@@ -62,13 +62,9 @@ class ExitOptions:
 
     @classmethod
     def parse(cls, value: Any, field: str, *, known: Collection[str] = OPTION_FIELDS) -> ExitOptions:
-        if not isinstance(value, Mapping):
-            raise validation.fail(
-                field, f"must be a mapping with job_action and/or dependency_action, got {type(value).__name__}"
-            )
-        unknown = validation.unknown_fields(field, value, tuple(known))
-        if unknown is not None:
-            raise unknown
+        value = validation.known_mapping(
+            value, field, tuple(known), must_be="a mapping with job_action and/or dependency_action"
+        )
         job = value.get("job_action")
         dependency = value.get("dependency_action")
         if job is not None and job not in JOB_ACTIONS:
@@ -102,13 +98,9 @@ class ExitConditions:
     def parse(cls, value: Any, field: str) -> ExitConditions | None:
         if value is None or isinstance(value, ExitConditions):
             return value
-        if not isinstance(value, Mapping):
-            raise validation.fail(
-                field, f"must be a mapping ({', '.join(CONDITION_FIELDS)}), got {type(value).__name__}"
-            )
-        unknown = validation.unknown_fields(field, value, CONDITION_FIELDS)
-        if unknown is not None:
-            raise unknown
+        value = validation.known_mapping(
+            value, field, CONDITION_FIELDS, must_be=f"a mapping ({', '.join(CONDITION_FIELDS)})"
+        )
         codes_value = value.get("exit_codes") or {}
         if not isinstance(codes_value, Mapping):
             raise validation.fail(

@@ -86,13 +86,9 @@ class JobSideTask:
         if isinstance(value, str):
             value = {"command": value}
         known = cls._fields(kind)
-        if not isinstance(value, Mapping):
-            raise validation.fail(
-                where, f"must be a command or a mapping ({', '.join(known)}), got {type(value).__name__}"
-            )
-        unknown = validation.unknown_fields(where, value, tuple(known))
-        if unknown is not None:
-            raise unknown
+        value = validation.known_mapping(
+            value, where, tuple(known), must_be=f"a command or a mapping ({', '.join(known)})"
+        )
         wall_clock = validation.duration(value.get("max_wall_clock"), f"{where}.max_wall_clock")
         if kind == RELEASE and wall_clock is not None and wall_clock > MAX_RELEASE_WALL_CLOCK:
             raise validation.fail(

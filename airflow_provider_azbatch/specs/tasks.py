@@ -88,13 +88,9 @@ class TaskSpec:
     def parse(cls, value: Any, where: str) -> TaskSpec:
         if isinstance(value, TaskSpec):
             value = {name: getattr(value, name) for name in TASK_FIELDS}
-        if not isinstance(value, Mapping):
-            raise validation.fail(
-                where, f"must be a mapping with at least id and command_line, got {type(value).__name__} {value!r}"
-            )
-        unknown = validation.unknown_fields(where, value, TASK_FIELDS)
-        if unknown is not None:
-            raise unknown
+        value = validation.known_mapping(
+            value, where, TASK_FIELDS, must_be="a mapping with at least id and command_line", quote_value=True
+        )
         task_id = validation.batch_id(value.get("id"), f"{where}.id", "Batch task id")
         image = validation.image(value.get("image"), f"{where}.image")
         num_nodes = value.get("num_nodes")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -69,6 +69,20 @@ def unknown_fields(field: str, given: Iterable[Any], known: Sequence[str]) -> Az
 
 def _type_name(value: Any) -> str:
     return type(value).__name__
+
+
+def known_mapping(
+    value: Any, field: str, known: Sequence[str], *, must_be: str, quote_value: bool = False
+) -> Mapping[Any, Any]:
+    """``value``, a mapping whose keys are all ``known`` fields; the error says what it ``must_be`` otherwise
+    (with ``quote_value``, also the value given, where it is small enough to read)."""
+    if not isinstance(value, Mapping):
+        got = f"{_type_name(value)} {value!r}" if quote_value else _type_name(value)
+        raise fail(field, f"must be {must_be}, got {got}")
+    unknown = unknown_fields(field, value, known)
+    if unknown is not None:
+        raise unknown
+    return value
 
 
 def image(value: Any, field: str) -> str | None:
@@ -184,43 +198,47 @@ def retries(value: Any, field: str) -> int | None:
     return integer(value, field, minimum=-1, hint=" (-1 retries without limit)")
 
 
-def environment(value: Any, field: str) -> dict[str, str]:
-    """A mapping of shell variable names to strings (numbers are written out)."""
+def _strings_by_name(value: Any, field: str, names: str, checked: Callable[[str, Any, Any], str]) -> dict[str, str]:
+    """A mapping of ``names`` to strings (None: empty), each name and value as ``checked(field, name, item)`` takes
+    them, in the order given."""
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise fail(field, f"must be a mapping of variable names to strings, got {_type_name(value)} {value!r}")
-    out: dict[str, str] = {}
-    for name, item in value.items():
-        if not isinstance(name, str) or not ENV_NAME.fullmatch(name):
-            raise fail(
-                f"{field}[{name!r}]",
-                "is not a valid environment variable name: use letters, digits and '_', not starting with a digit",
-            )
-        if isinstance(item, bool) or not isinstance(item, (str, int, float)):
-            raise fail(f"{field}[{name!r}]", f"must be a string, got {_type_name(item)} {item!r}")
-        if isinstance(item, float) and not math.isfinite(item):
-            raise fail(f"{field}[{name!r}]", f"must be a string, got {item!r}")
-        if isinstance(item, str) and "\x00" in item:
-            raise fail(f"{field}[{name!r}]", "contains a NUL character")
-        out[name] = str(item)
-    return out
+        raise fail(field, f"must be a mapping of {names} to strings, got {_type_name(value)} {value!r}")
+    return {name: checked(field, name, item) for name, item in value.items()}
+
+
+def _variable(field: str, name: Any, item: Any) -> str:
+    if not isinstance(name, str) or not ENV_NAME.fullmatch(name):
+        raise fail(
+            f"{field}[{name!r}]",
+            "is not a valid environment variable name: use letters, digits and '_', not starting with a digit",
+        )
+    if isinstance(item, bool) or not isinstance(item, (str, int, float)):
+        raise fail(f"{field}[{name!r}]", f"must be a string, got {_type_name(item)} {item!r}")
+    if isinstance(item, float) and not math.isfinite(item):
+        raise fail(f"{field}[{name!r}]", f"must be a string, got {item!r}")
+    if isinstance(item, str) and "\x00" in item:
+        raise fail(f"{field}[{name!r}]", "contains a NUL character")
+    return str(item)
+
+
+def environment(value: Any, field: str) -> dict[str, str]:
+    """A mapping of shell variable names to strings (numbers are written out)."""
+    return _strings_by_name(value, field, "variable names", _variable)
+
+
+def _metadata_item(field: str, name: Any, item: Any) -> str:
+    if not isinstance(name, str) or not name.strip():
+        raise fail(field, f"has an invalid name {name!r}: names are non-empty strings")
+    if not isinstance(item, str):
+        raise fail(f"{field}[{name!r}]", f"must be a string, got {_type_name(item)} {item!r}")
+    return item
 
 
 def metadata(value: Any, field: str) -> dict[str, str]:
     """Name/value pairs stored on the job: both strings."""
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise fail(field, f"must be a mapping of names to strings, got {_type_name(value)} {value!r}")
-    out: dict[str, str] = {}
-    for name, item in value.items():
-        if not isinstance(name, str) or not name.strip():
-            raise fail(field, f"has an invalid name {name!r}: names are non-empty strings")
-        if not isinstance(item, str):
-            raise fail(f"{field}[{name!r}]", f"must be a string, got {_type_name(item)} {item!r}")
-        out[name] = item
-    return out
+    return _strings_by_name(value, field, "names", _metadata_item)
 
 
 def relative_path(value: Any, field: str, *, required: bool = False) -> str | None:

@@ -28,6 +28,7 @@ from typing import Any
 
 import pytest
 
+from airflow_provider_azbatch import compat
 from airflow_provider_azbatch.submission.job_ids import default_job_id
 from local_azure_batch.testing import run_local_batch_service
 from tests.airflow_helpers import azbatch_connection_json
@@ -72,6 +73,12 @@ TOTAL = re.compile(r"^\[main\] lines (\d+)$")
 JOB_TRIGGER = "airflow_provider_azbatch.triggers.job.AzureBatchJobTrigger"
 WAIT_TRIGGER = "airflow_provider_azbatch.triggers.wait.AzureBatchWaitTrigger"
 ROOT = Path(__file__).resolve().parent
+# How many lines a handover shows twice is bounded by the output checkpoints, which 3.0 and 3.1 do not keep (there
+# a triggerer's triggers show again the output since their task deferred: docs/reference/airflow-lines.md, note 4);
+# that no line is lost and that a handover kills no job hold on every line.
+needs_checkpoints = pytest.mark.skipif(
+    not compat.TRIGGER_XCOM, reason=f"Airflow {compat.AIRFLOW_VERSION} keeps no output checkpoint (note 4)"
+)
 
 
 @pytest.fixture(scope="module")
@@ -497,6 +504,7 @@ def _repeats(scenario: Scenario, start: str, end: str, keys: list[str]) -> dict[
     return {key: scenario.shown[key].repeats_between(times[start], times.get(end, float("inf"))) for key in keys}
 
 
+@needs_checkpoints
 def test_a_crash_repeats_at_most_a_checkpoint_intervals_worth_of_lines(scenario):
     moved = [key for key in STREAMED if scenario.held_at_kill.get(key) == scenario.quota_wait_holder]
     others = [key for key in STREAMED if key not in moved]
@@ -535,6 +543,7 @@ def test_a_crashed_triggerers_triggers_resume_after_the_health_check_threshold(s
     assert max(delays) <= lapsed + 30
 
 
+@needs_checkpoints
 def test_a_redistribution_repeats_at_most_two_checkpoint_intervals_worth_of_lines(scenario):
     repeats = _repeats(scenario, "freeze", "stop", STREAMED)
     # The new trigger shows again what the frozen one showed after its last checkpoint; the frozen one, back,
@@ -566,6 +575,7 @@ def test_a_redistribution_repeats_at_most_two_checkpoint_intervals_worth_of_line
     assert {key: n for key, n in scenario.shown_standing_by.items() if n} == {}
 
 
+@needs_checkpoints
 def test_a_graceful_stop_repeats_no_line(scenario):
     moved = [key for key in STREAMED if scenario.states[key] == "success" and key in scenario.held_at_stop]
     repeats = _repeats(scenario, "stop", "end", moved)

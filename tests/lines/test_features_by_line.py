@@ -41,6 +41,7 @@ EXPECTED = {
 # on each line leaves the table.
 RA = "tests/airflow_run/test_real_airflow.py::"
 WHEN_TASKS_FAIL = "tests/provider/test_when_tasks_fail.py::"
+TWO_TRIGGERERS = "tests/airflow_run/test_two_triggerers.py::"
 EXERCISED = {
     "Jobs (sync and deferrable), live task output in the task log, reattach on retry, `[azbatch]` options": [
         f"{RA}test_output_streams_while_deferred_and_appears_once",
@@ -73,6 +74,7 @@ EXERCISED = {
         f"{RA}test_clearing_a_deferred_task_ends_its_job_and_the_next_try_runs_one",
         "tests/provider/test_trigger_kill.py::test_a_trigger_cancelled_because_its_task_was_killed_terminates_its_job",
         "tests/provider/test_trigger_kill.py::test_a_trigger_cancelled_by_a_restart_or_a_handover_leaves_its_job",
+        f"{TWO_TRIGGERERS}test_only_the_marked_task_terminates_its_job_once",
     ],
     "The triggerer tells a trigger of a kill (`on_kill`)": [
         "tests/provider/test_trigger_kill.py::test_on_3_3_a_cancellation_alone_asks_nothing_on_kill_does",
@@ -101,7 +103,7 @@ def run_on_older_lines() -> list[str]:
     """What make compat-unit and make compat-deployment run on 3.0-3.2, as the Makefile lists them."""
     text = MAKEFILE.read_text(encoding="utf-8").replace("\\\n", " ")
     values = {}
-    for name in ("REAL_AIRFLOW", "WHEN_TASKS_FAIL"):
+    for name in ("REAL_AIRFLOW", "WHEN_TASKS_FAIL", "TWO_TRIGGERERS"):
         values[name] = re.search(rf"^{name} := (\S+)$", text, re.MULTILINE).group(1)
     entries = []
     for name in ("COMPAT_UNIT_TESTS ?=", "COMPAT_DEPLOYMENT_TESTS ?=", "COMPAT_UNIT_TESTS +="):
