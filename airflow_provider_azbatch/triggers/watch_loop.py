@@ -268,9 +268,13 @@ class WatchLoop:
 
 def ended_as_listed(subscription: account_view.Subscription | account_view.OwnLooks, watcher: JobWatcher) -> bool:
     """The view listed the job as completed (nothing more can happen to it): over, without a look at it, when no
-    output is left to read. The task reads the final counts itself when it resumes."""
+    output is left to read. The task reads the final counts itself when it resumes.
+
+    With streamed output left, the job is not marked completed here: the look that reads its tasks' final states
+    and output to their end says when it is over (marked, a read between two looks would take the job for over
+    while its tasks' states still say running, and leave their last output to the task's resume)."""
     change = getattr(subscription, "last_change", None)
-    if change is None or change.state != "completed":
+    if change is None or change.state != "completed" or watcher.following() or watcher.unfinished_output():
         return False
     watcher.state.job_state = "completed"
-    return watcher.job_over() and not watcher.following() and not watcher.unfinished_output()
+    return watcher.job_over()

@@ -611,3 +611,38 @@ def test_a_checkpoint_is_past_a_state_when_every_stream_is_shown_as_far_and_one_
     assert not _shown(10, created="t1").shown_past(_shown(5, created="t0"))
     # Another job's state never is.
     assert not WatchState(job_id="k", cursors=_shown(10).cursors).shown_past(_shown(5))
+
+
+def test_a_job_the_view_lists_completed_is_over_only_once_its_streamed_output_is_shown_to_the_end():
+    from types import SimpleNamespace
+
+    from airflow_provider_azbatch.triggers.watch_loop import ended_as_listed
+
+    watcher, lines = _watcher(expected=1, streamed=["t1"])
+    batch = Batch(
+        counts=TaskCounts(running=1),
+        states={"t1": "running"},
+        files={"t1": {"stdout.txt": b"a\n", "stderr.txt": b""}},
+    )
+    assert _step(watcher, batch) is False
+    # The task writes its last line and ends; the account view's listing says the job completed before a look
+    # at the job has seen it.
+    batch.counts, batch.states["t1"] = TaskCounts(completed=1, succeeded=1), "completed"
+    batch.files["t1"]["stdout.txt"] = b"a\nlast\n"
+    listed = SimpleNamespace(last_change=SimpleNamespace(state="completed"))
+    assert ended_as_listed(listed, watcher) is False
+    # Reads between two looks do not end the watch: the task's final state and output are a look's to read.
+    assert run_sync(watcher.read(1.0, ()), batch) is False
+    assert _step(watcher, batch, now=2.0) is True
+    assert lines.of("t1") == ["[t1] a", "[t1] last"]
+
+
+def test_a_job_the_view_lists_completed_without_streamed_output_is_over_without_a_look():
+    from types import SimpleNamespace
+
+    from airflow_provider_azbatch.triggers.watch_loop import ended_as_listed
+
+    watcher, _ = _watcher(expected=1)
+    _step(watcher, Batch(counts=TaskCounts(running=1)))
+    assert ended_as_listed(SimpleNamespace(last_change=SimpleNamespace(state="completed")), watcher) is True
+    assert watcher.state.job_state == "completed"
