@@ -239,6 +239,8 @@ async def child(spec: dict[str, Any], channel: Channel) -> dict[str, Any]:
         try:
             async for event in trigger.run():
                 events[j] = (time.time(), event.payload["status"])
+                # The last poll's lines ride in the done event: the task shows them when it resumes.
+                channel.task_lines[j] += sum(1 for task_id, _ in event.payload.get("lines", ()) if task_id)
                 break
         except Exception as exc:  # the triggerer would fail the task
             events[j] = (time.time(), f"raised {type(exc).__name__}")
