@@ -112,7 +112,8 @@ docs: $(DOCS_STAMP)
 	$(BIN)/linkchecker --no-status docs/_build/html/index.html
 
 # The benchmarks (bench/README.md): one target per results file, each written whole and stamped by one run of its
-# script (bench/results_file.py); `make bench` runs them all, one after the other (about 70 minutes on 2 cores).
+# script (bench/results_file.py); `make bench` runs them all, one after the other (about two hours on 2 cores,
+# bench-output alone about 70 minutes).
 # BENCH_ARGS=--quick: a smoke run of run.py and view.py, written to bench/.out instead.
 bench: bench-run bench-view bench-output bench-autoscale bench-torchx-startup
 
