@@ -181,7 +181,10 @@ class WatchLoop:
         if self.reads is None:
             self.next_look = started + subscription.job_look_interval()
             return await run_async(watcher.step(time.time()), self.asks, self.limit)
-        if (self.changed or started >= self.next_look) and not watcher.job_over():
+        over = watcher.job_over()
+        # A job over with streamed output still followed is looked at every poll: the look reads its tasks' final
+        # states, then their output to the end (reads alone would go by states from before the end).
+        if (over and watcher.following()) or ((self.changed or started >= self.next_look) and not over):
             done = await run_async(watcher.look(time.time(), grants), self.asks, self.limit)
             self.look_every = account_view.look_after(subscription, watcher, self.look_every, started)
             self.next_look = time.time() + self.look_every
@@ -268,13 +271,9 @@ class WatchLoop:
 
 def ended_as_listed(subscription: account_view.Subscription | account_view.OwnLooks, watcher: JobWatcher) -> bool:
     """The view listed the job as completed (nothing more can happen to it): over, without a look at it, when no
-    output is left to read. The task reads the final counts itself when it resumes.
-
-    With streamed output left, the job is not marked completed here: the look that reads its tasks' final states
-    and output to their end says when it is over (marked, a read between two looks would take the job for over
-    while its tasks' states still say running, and leave their last output to the task's resume)."""
+    output is left to read. The task reads the final counts itself when it resumes."""
     change = getattr(subscription, "last_change", None)
-    if change is None or change.state != "completed" or watcher.following() or watcher.unfinished_output():
+    if change is None or change.state != "completed":
         return False
     watcher.state.job_state = "completed"
-    return watcher.job_over()
+    return watcher.job_over() and not watcher.following() and not watcher.unfinished_output()

@@ -154,8 +154,11 @@ class JobWatcher(PoolLooks):
         return (yield from self._granted_output(now, grants))
 
     def read(self, now: float, grants: Collection[ReadKey]) -> Step[bool]:
-        """The granted output reads alone, between two looks at the job (see :meth:`look`)."""
-        return (yield from self._granted_output(now, grants))
+        """The granted output reads alone, between two looks at the job (see :meth:`look`). Never True while a
+        streamed task is followed: its state is a look's to learn (the job may be over, its tasks' states not yet
+        read), and its last output with it."""
+        done = yield from self._granted_output(now, grants)
+        return done and not self.following()
 
     def _look_at_job(self, now: float) -> Step[None]:
         state = self.state

@@ -646,3 +646,19 @@ def test_a_job_the_view_lists_completed_without_streamed_output_is_over_without_
     _step(watcher, Batch(counts=TaskCounts(running=1)))
     assert ended_as_listed(SimpleNamespace(last_change=SimpleNamespace(state="completed")), watcher) is True
     assert watcher.state.job_state == "completed"
+
+
+def test_a_job_terminated_before_its_streamed_task_ran_is_over_at_the_next_look():
+    from types import SimpleNamespace
+
+    from airflow_provider_azbatch.triggers.watch_loop import ended_as_listed
+
+    watcher, lines = _watcher(expected=1, streamed=["t1"])
+    batch = Batch(counts=TaskCounts(active=1), states={"t1": "active"}, files={"t1": {}})
+    assert _step(watcher, batch) is False
+    # Terminated from outside: the job completed, its task never ran (it stays active).
+    batch.job = JobStatus("completed")
+    assert ended_as_listed(SimpleNamespace(last_change=SimpleNamespace(state="completed")), watcher) is False
+    assert run_sync(watcher.read(1.0, ()), batch) is False
+    assert run_sync(watcher.look(2.0, ()), batch) is True
+    assert lines.of("t1") == []
