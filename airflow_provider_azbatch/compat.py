@@ -46,7 +46,6 @@ if TYPE_CHECKING:
         TaskDeferralTimeout,
     )
     from airflow.sdk.types import TaskInstanceKey
-    from airflow.triggers.base import BaseTrigger
 elif airflowless.active():
     from airflow_provider_azbatch.airflowless import (
         AirflowException,
@@ -235,9 +234,9 @@ async def aget_connection(conn_id: str) -> Any:
     return await sync_to_async(BaseHook.get_connection)(conn_id)
 
 
-# 3.2+: XCom from a trigger (the watch's checkpoints). 3.3 has async XCom calls; 3.2's triggerer serves the
-# synchronous ones from a worker thread. The 3.0 and 3.1 triggerers read each reply on the request's own
-# path: a request cancelled before its reply (a trigger ending while it writes) leaves the reply to the
+# 3.2+: XCom from a trigger (the watch's checkpoints). 3.3 has async XCom calls; on 3.2 the provider makes the
+# same requests on the event loop (``_loop_comms``). The 3.0 and 3.1 triggerers read each reply on the request's
+# own path: a request cancelled before its reply (a trigger ending while it writes) leaves the reply to the
 # next request, and the triggerer process dies ("Response read out of order"). There a trigger keeps no
 # checkpoint: after a triggerer restart its output since the task deferred is shown again, none is lost.
 TRIGGER_XCOM: bool = AIRFLOW_V_3_2_PLUS
@@ -258,6 +257,11 @@ async def aget_xcom(key: str, *, dag_id: str, task_id: str, run_id: str, map_ind
         return await BaseXCom.aget_one(key=key, dag_id=dag_id, task_id=task_id, run_id=run_id, map_index=map_index)
     if not TRIGGER_XCOM:
         raise TriggerXComUnavailable()
+    if (comms := _loop_comms()) is not None:
+        from airflow.sdk.execution_time.comms import GetXCom
+
+        reply = await comms.asend(GetXCom(key=key, dag_id=dag_id, task_id=task_id, run_id=run_id, map_index=map_index))
+        return BaseXCom.deserialize_value(reply) if getattr(reply, "value", None) is not None else None
     from asgiref.sync import sync_to_async
 
     return await sync_to_async(BaseXCom.get_one)(
@@ -274,9 +278,29 @@ async def aset_xcom(key: str, value: Any, *, dag_id: str, task_id: str, run_id: 
         return
     if not TRIGGER_XCOM:
         raise TriggerXComUnavailable()
+    if (comms := _loop_comms()) is not None:
+        from airflow.sdk.execution_time.comms import SetXCom
+
+        value = BaseXCom.serialize_value(
+            value=value, key=key, task_id=task_id, dag_id=dag_id, run_id=run_id, map_index=map_index
+        )
+        await comms.asend(
+            SetXCom(key=key, value=value, dag_id=dag_id, task_id=task_id, run_id=run_id, map_index=map_index)
+        )
+        return
     from asgiref.sync import sync_to_async
 
     await sync_to_async(BaseXCom.set)(key, value, dag_id=dag_id, task_id=task_id, run_id=run_id, map_index=map_index)
+
+
+def _loop_comms() -> Any:
+    """3.2+'s triggerer channel to its supervisor, to ask on the event loop as 3.3's async calls do (None elsewhere:
+    3.0 and 3.1, see ``to_reply``; a worker). 3.2's synchronous calls share asgiref's one worker thread: one whose
+    reply a stopping triggerer never reads holds the later ones (a last checkpoint) and the process's exit."""
+    from airflow.sdk.execution_time import task_runner
+
+    comms = getattr(task_runner, "SUPERVISOR_COMMS", None)
+    return comms if TRIGGER_XCOM and type(comms).__name__ == "TriggerCommsDecoder" else None
 
 
 # Requests a trigger made through ``to_reply`` whose caller went away (the loop keeps weak references only).
@@ -290,10 +314,8 @@ async def to_reply(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     The 3.0 and 3.1 triggerers read a reply on its request's own path (see ``TRIGGER_XCOM``): a request whose
     caller is cancelled before the reply leaves that reply to the next request, and the triggerer process dies.
     A trigger that asks once it is cancelled (see ``TRIGGER_ON_KILL``) is cancelled again about every second
-    until it ends, so the request runs in a task of its own that a cancellation of the caller does not reach,
-    in a worker thread (``sync_to_async``: on 3.0 and 3.1 the call finds the triggerer's event loop through it;
-    on 3.2+ from any thread). 3.2+ read replies in a reader task of their own, and need none of this.
-    """
+    until it ends, so the request runs in a task of its own that a cancellation of the caller does not reach, in
+    a worker thread (through which the call finds the event loop). 3.2+ triggerers need none of this."""
     from asgiref.sync import sync_to_async
 
     work = asyncio.ensure_future(sync_to_async(function, thread_sensitive=False)(*args, **kwargs))
@@ -306,9 +328,14 @@ async def atask_state(*, dag_id: str, task_id: str, run_id: str, map_index: int)
     """A task instance's state now, from a trigger (``"none"``: it has none, it was cleared)."""
     from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
 
-    states = await to_reply(
-        RuntimeTaskInstance.get_task_states, dag_id=dag_id, task_ids=[task_id], run_ids=[run_id], map_index=map_index
-    )
+    if (comms := _loop_comms()) is not None:
+        from airflow.sdk.execution_time.comms import GetTaskStates
+
+        asked = GetTaskStates(dag_id=dag_id, task_ids=[task_id], run_ids=[run_id], map_index=map_index)
+        states = (await comms.asend(asked)).task_states
+    else:
+        get_states = RuntimeTaskInstance.get_task_states
+        states = await to_reply(get_states, dag_id=dag_id, task_ids=[task_id], run_ids=[run_id], map_index=map_index)
     # A mapped task instance's state is keyed by "<task_id>_<map_index>".
     key = task_id if map_index < 0 else f"{task_id}_{map_index}"
     value = states[run_id][key]
@@ -321,20 +348,9 @@ async def aget_xcom_to_reply(key: str, *, dag_id: str, task_id: str, run_id: str
     survive requests made this way, not a stream of checkpoints cut off by each cancellation."""
     from airflow.sdk.bases.xcom import BaseXCom
 
+    if _loop_comms() is not None:
+        return await aget_xcom(key, dag_id=dag_id, task_id=task_id, run_id=run_id, map_index=map_index)
     return await to_reply(BaseXCom.get_one, key=key, dag_id=dag_id, task_id=task_id, run_id=run_id, map_index=map_index)
-
-
-def trigger_timed_out(trigger: BaseTrigger) -> bool:
-    """Whether Airflow's own timeout of the deferral (``timeout`` of ``defer()``) has passed: every line sets
-    ``timeout_after`` on the triggers it runs, and cancels a trigger past it."""
-    from datetime import datetime, timezone
-
-    timeout = getattr(trigger, "timeout_after", None)
-    if not isinstance(timeout, datetime):
-        return False
-    if timeout.tzinfo is None:
-        timeout = timeout.replace(tzinfo=timezone.utc)
-    return timeout <= datetime.now(timezone.utc)
 
 
 def triggers_run_inline() -> bool:
@@ -467,6 +483,5 @@ __all__ = [
     "openlineage_enabled",
     "redirect_stdout_log_handlers_to_stderr",
     "to_reply",
-    "trigger_timed_out",
     "triggers_run_inline",
 ]

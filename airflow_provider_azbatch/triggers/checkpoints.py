@@ -87,26 +87,45 @@ class Checkpoints:
                 await asyncio.sleep(delay)
             await self._write_latest()
 
-    async def _write_latest(self) -> None:
+    async def _write_latest(self) -> bool:
         state = self._latest
         if state is None or state == self._written or time.time() < self.not_before:
-            return
+            return False
         if self.max_age is not None and time.time() - self._offered_at > self.max_age:
-            return
+            return False
         self._next_at = time.time() + self.interval
         await self._write(state)
         self._written = state
         self.writes += 1
+        return True
 
-    async def close(self, *, final: bool) -> None:
-        """Stop; with ``final``, write what moved since the last write first (bounded in time)."""
+    async def close(self, *, final: bool) -> bool | None:
+        """Stop; with ``final``, write what moved since the last write first (bounded in time).
+
+        Whether the triggerer answered that write: False when it did not in time (a stopping triggerer answers
+        nothing more); None when nothing was written."""
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._task
-        if final:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._write_latest(), FINAL_CHECKPOINT_SECONDS)
+        if not final:
+            return None
+        try:
+            wrote = await asyncio.wait_for(self._write_latest(), FINAL_CHECKPOINT_SECONDS)
+        except asyncio.TimeoutError:
+            return False
+        except Exception:
+            return True  # answered, with an error: best effort, as every write
+        return True if wrote else None
+
+
+async def answers(read: Callable[[], Awaitable[object]]) -> bool:
+    """Whether the triggerer answers a read (``read`` swallows its errors) within ``FINAL_CHECKPOINT_SECONDS``."""
+    try:
+        await asyncio.wait_for(read(), FINAL_CHECKPOINT_SECONDS)
+    except asyncio.TimeoutError:
+        return False
+    return True
 
 
 async def read_checkpoint(where: dict[str, Any] | None, job_id: str, log: Logger) -> dict[str, Any] | None:

@@ -17,7 +17,6 @@ the ``timeout`` event fires within moments of it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -132,12 +131,12 @@ class AzureBatchJobTrigger(BaseTrigger):
             # Triggerer shutdown or redistribution, or the task was killed: keep what was shown. The lines of a
             # poll cut short are not: the last offered state, which the final checkpoint writes, has not them.
             self._drop_poll_lines()
+            # The last checkpoint first: a triggerer answers its triggers' requests in order, and one that stops
+            # (3.0-3.2 cancel on a stop as on a kill) serves only the first ones before it exits.
+            answered = await checkpoints.close(final=True)
             killed = kill.check_after_cancellation(self)
-            await checkpoints.close(final=True)
             if killed is not None:
-                # Cancelled again (about every second while it runs), this goes on in the background.
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(asyncio.shield(killed), kill.KILL_CHECK_SECONDS)
+                await kill.hold_for_the_check(killed, answered, self._read_checkpoint)
             raise
         await checkpoints.close(final=False)
         yield event

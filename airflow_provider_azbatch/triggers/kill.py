@@ -18,22 +18,23 @@ a cancellation, :func:`decide`, without I/O) and terminates the job when it was 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
+import contextlib
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_azbatch.compat import (
     TRIGGER_ON_KILL,
     aget_xcom_to_reply,
     atask_state,
-    trigger_timed_out,
     triggers_run_inline,
 )
 from airflow_provider_azbatch.hooks.batch_async import AzureBatchAsyncHook
 from airflow_provider_azbatch.hooks.errors import describe_error
 from airflow_provider_azbatch.links.job import LINK_XCOM_KEY
 from airflow_provider_azbatch.model.records import TERMINAL_JOB_STATES
-from airflow_provider_azbatch.triggers.checkpoints import read_xcom
+from airflow_provider_azbatch.triggers.checkpoints import answers, read_xcom
 
 if TYPE_CHECKING:
     from airflow_provider_azbatch.triggers.checkpoints import Logger
@@ -69,6 +70,17 @@ class KillFacts:
 class Verdict:
     terminate: bool
     why: str
+
+
+def trigger_timed_out(trigger: AzureBatchJobTrigger) -> bool:
+    """Whether Airflow's own timeout of the deferral (``timeout`` of ``defer()``) has passed: every line sets
+    ``timeout_after`` on the triggers it runs, and cancels a trigger past it."""
+    timeout = getattr(trigger, "timeout_after", None)
+    if not isinstance(timeout, datetime):
+        return False
+    if timeout.tzinfo is None:
+        timeout = timeout.replace(tzinfo=timezone.utc)
+    return timeout <= datetime.now(timezone.utc)
 
 
 def claimed_try(claim: dict[str, Any] | None) -> int | None:
@@ -131,6 +143,21 @@ def check_after_cancellation(trigger: AzureBatchJobTrigger) -> asyncio.Future[No
     if not trigger.terminate_on_kill or TRIGGER_ON_KILL or triggers_run_inline():
         return None
     return _in_background(_terminate_if_killed(trigger))
+
+
+async def hold_for_the_check(
+    killed: asyncio.Future[None], answered: bool | None, read: Callable[[], Awaitable[object]]
+) -> None:
+    """Hold a cancelled trigger until its kill check is done (the trigger's log then has the verdict), at most
+    ``KILL_CHECK_SECONDS``; cancelled again meanwhile (about every second while it runs), the check goes on in the
+    background. Not when the triggerer no longer answers (``answered``: its last checkpoint write; None: nothing
+    was written, and ``read`` asks): it stops, and holding the trigger would only hold its exit, until its SIGKILL.
+    """
+    if answered is None:
+        answered = await answers(read)
+    if answered:
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(asyncio.shield(killed), KILL_CHECK_SECONDS)
 
 
 async def end_job_if_killed(trigger: AzureBatchJobTrigger) -> None:

@@ -79,14 +79,6 @@ ROOT = Path(__file__).resolve().parent
 needs_checkpoints = pytest.mark.skipif(
     not compat.TRIGGER_XCOM, reason=f"Airflow {compat.AIRFLOW_VERSION} keeps no output checkpoint (note 4)"
 )
-# On 3.2, a graceful stop of one of several triggerers showed lines again (381 over 20 moved jobs, the other
-# triggerer taking them 21 s after the SIGTERM, measured once): its triggers' last checkpoints are not all written
-# before it exits, or not read. Documented (docs/howto/several-triggerers.md); a single triggerer's restart repeats
-# none there (tests/airflow_run/test_real_airflow.py::test_a_triggerer_restart_loses_no_line).
-needs_graceful_handover = pytest.mark.skipif(
-    not compat.AIRFLOW_V_3_3_PLUS,
-    reason=f"Airflow {compat.AIRFLOW_VERSION}: a graceful stop among several triggerers shows lines again",
-)
 
 
 @pytest.fixture(scope="module")
@@ -584,7 +576,6 @@ def test_a_redistribution_repeats_at_most_two_checkpoint_intervals_worth_of_line
 
 
 @needs_checkpoints
-@needs_graceful_handover
 def test_a_graceful_stop_repeats_no_line(scenario):
     moved = [key for key in STREAMED if scenario.states[key] == "success" and key in scenario.held_at_stop]
     repeats = _repeats(scenario, "stop", "end", moved)

@@ -7,6 +7,7 @@ request, which then fails (the triggerer process dies of it); ``compat.to_reply`
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import threading
 from typing import Any
@@ -34,27 +35,28 @@ class Supervisor:
         self.thread = threading.Thread(target=self._serve, daemon=True)
         self.thread.start()
 
-    def _read(self, size: int) -> bytes:
-        data = b""
-        while len(data) < size:
-            chunk = self.sock.recv(size - len(data))
-            if not chunk:
-                raise EOFError
-            data += chunk
-        return data
-
     def _serve(self) -> None:
         decoder = msgspec.msgpack.Decoder(_RequestFrame)
         try:
             while self.states:
-                length = int.from_bytes(self._read(4), "big")
-                request = decoder.decode(self._read(length))
+                length = int.from_bytes(_read(self.sock, 4), "big")
+                request = decoder.decode(_read(self.sock, length))
                 self.received.release()
                 self.answer.acquire()
                 body: dict[str, Any] = {"task_states": {"r": {"t": self.states.pop(0)}}, "type": "TaskStatesResult"}
                 self.sock.sendall(_ResponseFrame(id=request.id, body=body).as_bytes())
         except (EOFError, OSError):
             return
+
+
+def _read(sock: socket.socket, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        if not chunk:
+            raise EOFError
+        data += chunk
+    return data
 
 
 async def _decoder(sock: socket.socket) -> TriggerCommsDecoder:
@@ -67,7 +69,7 @@ async def _decoder(sock: socket.socket) -> TriggerCommsDecoder:
     return decoder
 
 
-async def _received(supervisor: Supervisor) -> None:
+async def _received(supervisor: Supervisor | Recorder) -> None:
     assert await asyncio.to_thread(supervisor.received.acquire, True, 30), "the request never reached the supervisor"
 
 
@@ -125,3 +127,58 @@ def test_a_request_cancelled_on_its_own_path_breaks_the_next_one_on_3_0_and_3_1_
     else:
         with pytest.raises(RuntimeError, match="Response read out of order"):
             asyncio.run(scenario())
+
+
+class Recorder:
+    """A supervisor end that notes each request's XCom value and answers none until the test says (then each,
+    with no body, as a supervisor answers a write)."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.values: list[Any] = []
+        self.ids: list[int] = []
+        self.received = threading.Semaphore(0)
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        decoder = msgspec.msgpack.Decoder(_RequestFrame)
+        try:
+            while True:
+                length = int.from_bytes(_read(self.sock, 4), "big")
+                request = decoder.decode(_read(self.sock, length))
+                self.values.append(request.body.get("value"))
+                self.ids.append(request.id)
+                self.received.release()
+        except (EOFError, OSError):
+            return
+
+    def answer_all(self) -> None:
+        for request_id in self.ids:
+            self.sock.sendall(_ResponseFrame(id=request_id, body=None).as_bytes())
+
+
+@pytest.mark.skipif(not compat.TRIGGER_XCOM, reason="this line gives triggers no XCom")
+def test_a_checkpoint_written_after_an_unanswered_one_still_reaches_the_supervisor(comms, monkeypatch):
+    """A stopping triggerer never reads the reply to a write in flight: the trigger's last checkpoint, written
+    after it, must reach the supervisor all the same (3.2's synchronous XCom calls share one worker thread, where
+    it waited behind the first one for ever, and so did the process's exit)."""
+    runner_end, supervisor_end = comms
+    supervisor = Recorder(supervisor_end)
+
+    async def scenario() -> None:
+        monkeypatch.setattr(task_runner, "SUPERVISOR_COMMS", await _decoder(runner_end), raising=False)
+        first = asyncio.ensure_future(compat.aset_xcom("azbatch_watch_state", {"offset": 1}, **WHERE))
+        await _received(supervisor)
+        last = asyncio.ensure_future(compat.aset_xcom("azbatch_watch_state", {"offset": 2}, **WHERE))
+        try:
+            await _received(supervisor)
+        finally:  # every request answered, so that no worker thread waits for ever
+            supervisor.answer_all()
+        await asyncio.wait_for(asyncio.gather(first, last), 30)
+
+    asyncio.run(scenario())
+    assert [json.loads(value) if isinstance(value, str) else value for value in supervisor.values] == [
+        {"offset": 1},
+        {"offset": 2},
+    ]

@@ -6,6 +6,7 @@ real answers, on each line: tests/lines/test_trigger_requests.py and tests/airfl
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -156,3 +157,78 @@ def test_a_trigger_killed_while_it_reads_its_checkpoint_terminates_its_job(azbat
     _cancelled(trigger)
     job = wait_until(lambda: (j := batch_client.get_job(job_id)).state == m.BatchJobState.COMPLETED and j)
     assert job.execution_info.termination_reason == "AirflowTaskKilled"
+
+
+class Stopping(Answers):
+    """A trigger on a triggerer that stops gracefully: once ``stopping`` is set it answers no request any more
+    (its requests channel is closed before its triggers are cancelled), and notes each request it is sent."""
+
+    stopping = False
+    requests: list[str] = []
+
+    async def _unanswered_once_stopping(self, request: str) -> None:
+        type(self).requests.append(request)
+        if self.stopping:
+            await asyncio.Event().wait()
+
+    async def _write_checkpoint(self, state: dict[str, Any]) -> None:
+        await self._unanswered_once_stopping("checkpoint")
+
+    async def _task_state(self) -> str | None:
+        type(self).requests.append("task state")
+        await asyncio.Event().wait()
+        return None
+
+
+def _stopping_trigger(pool: str, command: str) -> tuple[str, Stopping]:
+    hook, job_id = AzureBatchHook(), f"stop-{uuid.uuid4().hex[:8]}"
+    submit(hook, JobSubmission(job_id=job_id, pool_id=pool, tasks=[TaskSpec(id="t", command_line=command)]))
+    wait_until(lambda: hook.get_task_counts(job_id).running == 1, what="the task running")
+    Answers.state, Answers.claim, Stopping.stopping, Stopping.requests = "deferred", None, False, []
+    start = WatchState(job_id=job_id, expected_tasks=1, streamed=["t"]).to_json()
+    return job_id, Stopping("azbatch_default", start, poll_interval=0.2, terminate_on_kill=True)
+
+
+def _stopped(trigger: Stopping, settled: float) -> float:
+    """Run ``trigger`` until it wrote a checkpoint and ``settled`` seconds more, then stop its triggerer: how long
+    the cancelled trigger took to end."""
+
+    async def scenario() -> float:
+        run = asyncio.ensure_future(trigger.run().__anext__())
+        await asyncio.to_thread(wait_until, lambda: "checkpoint" in Stopping.requests, what="a first checkpoint")
+        await asyncio.sleep(settled)
+        Stopping.stopping = True
+        Stopping.requests.clear()
+        cancelled = time.monotonic()
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+        return time.monotonic() - cancelled
+
+    with captured_logs():
+        return asyncio.run(scenario())
+
+
+@pytest.fixture
+def stopping_triggerer(monkeypatch):
+    from airflow_provider_azbatch.triggers import checkpoints, kill
+
+    monkeypatch.setattr(kill, "TRIGGER_ON_KILL", False)  # the question is asked on every line here
+    monkeypatch.setattr(checkpoints, "FINAL_CHECKPOINT_SECONDS", 0.5)
+    monkeypatch.setattr(checkpoints, "FRESH_SECONDS", 0.0)
+    return kill.KILL_CHECK_SECONDS
+
+
+def test_a_stopping_triggerers_trigger_sends_its_last_checkpoint_first_and_holds_no_exit(
+    azbatch_default, shared_pool, stopping_triggerer
+):
+    # 3.0-3.2 cancel a trigger on a stop as on a kill, and a triggerer answers its requests in order: the last
+    # checkpoint goes before the kill check's question, or a stopping triggerer exits before serving it (lines
+    # shown again by the next triggerer). Unanswered, the kill check goes on in the background: holding the
+    # trigger would only hold the triggerer's exit (until its SIGKILL, 20 s later).
+    command = "bash -c 'for i in $(seq 1 600); do echo line $i; sleep 0.05; done'"
+    job_id, trigger = _stopping_trigger(shared_pool, command)
+    took = _stopped(trigger, settled=0.5)  # more output shown since that checkpoint
+    assert Stopping.requests == ["checkpoint", "task state"]
+    assert took < stopping_triggerer / 2
+    AzureBatchHook().terminate_job(job_id)

@@ -3,6 +3,8 @@ triggerer says of its task instance (triggers/kill.py): one decision, on every A
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from airflow_provider_azbatch.triggers.kill import KillFacts, decide
@@ -64,3 +66,38 @@ def test_a_claim_of_an_earlier_or_unknown_try_leaves_the_state_to_decide():
     assert decide(JOB, 3, KillFacts("failed", claim(2))).terminate is True
     assert decide(JOB, None, KillFacts("deferred", claim(2, "other"))).terminate is False
     assert decide(JOB, 1, KillFacts("deferred", {"job_id": JOB, "try_number": "2"})).terminate is False
+
+
+def _held(answered: bool | None, read_answers: bool, monkeypatch) -> tuple[bool, list[str]]:
+    """Whether a cancelled trigger waits for its kill check (which ends when the test says), and what it asked."""
+    from airflow_provider_azbatch.triggers import checkpoints, kill
+
+    monkeypatch.setattr(checkpoints, "FINAL_CHECKPOINT_SECONDS", 0.1)
+    monkeypatch.setattr(kill, "KILL_CHECK_SECONDS", 60.0)
+    asked: list[str] = []
+
+    async def read() -> None:
+        asked.append("read")
+        if not read_answers:
+            await asyncio.Event().wait()
+
+    async def scenario() -> bool:
+        killed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        hold = asyncio.ensure_future(kill.hold_for_the_check(killed, answered, read))
+        done, _ = await asyncio.wait([hold], timeout=1.0)  # far more than the read's 0.1 s, far less than 60 s
+        killed.set_result(None)
+        await asyncio.wait_for(hold, 5)
+        return not done
+
+    return asyncio.run(scenario()), asked
+
+
+def test_a_cancelled_trigger_waits_for_its_kill_check_while_the_triggerer_answers(monkeypatch):
+    assert _held(True, read_answers=False, monkeypatch=monkeypatch) == (True, [])
+    assert _held(None, read_answers=True, monkeypatch=monkeypatch) == (True, ["read"])
+
+
+def test_a_stopping_triggerer_is_not_held_for_a_kill_check_it_will_not_answer(monkeypatch):
+    # Its last checkpoint write went unanswered, or (nothing to write) a read did: it stops.
+    assert _held(False, read_answers=True, monkeypatch=monkeypatch) == (False, [])
+    assert _held(None, read_answers=False, monkeypatch=monkeypatch) == (False, ["read"])
