@@ -180,35 +180,6 @@ class Stopping(Answers):
         return None
 
 
-def _stopping_trigger(pool: str, command: str) -> tuple[str, Stopping]:
-    hook, job_id = AzureBatchHook(), f"stop-{uuid.uuid4().hex[:8]}"
-    submit(hook, JobSubmission(job_id=job_id, pool_id=pool, tasks=[TaskSpec(id="t", command_line=command)]))
-    wait_until(lambda: hook.get_task_counts(job_id).running == 1, what="the task running")
-    Answers.state, Answers.claim, Stopping.stopping, Stopping.requests = "deferred", None, False, []
-    start = WatchState(job_id=job_id, expected_tasks=1, streamed=["t"]).to_json()
-    return job_id, Stopping("azbatch_default", start, poll_interval=0.2, terminate_on_kill=True)
-
-
-def _stopped(trigger: Stopping, settled: float) -> float:
-    """Run ``trigger`` until it wrote a checkpoint and ``settled`` seconds more, then stop its triggerer: how long
-    the cancelled trigger took to end."""
-
-    async def scenario() -> float:
-        run = asyncio.ensure_future(trigger.run().__anext__())
-        await asyncio.to_thread(wait_until, lambda: "checkpoint" in Stopping.requests, what="a first checkpoint")
-        await asyncio.sleep(settled)
-        Stopping.stopping = True
-        Stopping.requests.clear()
-        cancelled = time.monotonic()
-        run.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await run
-        return time.monotonic() - cancelled
-
-    with captured_logs():
-        return asyncio.run(scenario())
-
-
 @pytest.fixture
 def stopping_triggerer(monkeypatch):
     from airflow_provider_azbatch.triggers import checkpoints, kill
@@ -226,9 +197,33 @@ def test_a_stopping_triggerers_trigger_sends_its_last_checkpoint_first_and_holds
     # checkpoint goes before the kill check's question, or a stopping triggerer exits before serving it (lines
     # shown again by the next triggerer). Unanswered, the kill check goes on in the background: holding the
     # trigger would only hold the triggerer's exit (until its SIGKILL, 20 s later).
-    command = "bash -c 'for i in $(seq 1 600); do echo line $i; sleep 0.05; done'"
-    job_id, trigger = _stopping_trigger(shared_pool, command)
-    took = _stopped(trigger, settled=0.5)  # more output shown since that checkpoint
+    hook, job_id = AzureBatchHook(), f"stop-{uuid.uuid4().hex[:8]}"
+    task = TaskSpec(id="t", command_line="bash -c 'for i in $(seq 1 600); do echo line $i; sleep 0.05; done'")
+    submit(hook, JobSubmission(job_id=job_id, pool_id=shared_pool, tasks=[task]))
+    Answers.state, Answers.claim, Stopping.stopping, Stopping.requests = "deferred", None, False, []
+    start = WatchState(job_id=job_id, expected_tasks=1, streamed=["t"]).to_json()
+    trigger = Stopping("azbatch_default", start, poll_interval=0.2, terminate_on_kill=True)
+
+    async def scenario(logs: list[dict[str, Any]]) -> float:
+        run = asyncio.ensure_future(trigger.run().__anext__())
+        await asyncio.to_thread(wait_until, lambda: "checkpoint" in Stopping.requests, what="a first checkpoint")
+
+        def lines() -> int:
+            return sum(message.startswith("[t] line ") for message in messages(logs))
+
+        # Lines shown since that checkpoint: the last one has something to write.
+        shown = lines()
+        await asyncio.to_thread(wait_until, lambda: lines() > shown, what="more lines shown")
+        Stopping.stopping = True
+        Stopping.requests.clear()
+        cancelled = time.monotonic()
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+        return time.monotonic() - cancelled
+
+    with captured_logs() as logs:
+        took = asyncio.run(scenario(logs))
     assert Stopping.requests == ["checkpoint", "task state"]
     assert took < stopping_triggerer / 2
-    AzureBatchHook().terminate_job(job_id)
+    hook.terminate_job(job_id)
