@@ -118,20 +118,23 @@ def test_a_state_taken_over_is_not_written_back():
 
 
 def test_the_last_write_says_whether_the_triggerer_answered_it(monkeypatch):
-    # A stopping triggerer answers nothing more: the trigger then holds nothing for it (triggers/job.py).
+    # A stopping triggerer answers nothing more: the trigger then holds nothing for it (triggers/kill.py).
     from airflow_provider_azbatch.triggers import checkpoints as module
 
     monkeypatch.setattr(module, "FINAL_CHECKPOINT_SECONDS", 0.2)
     answering = True
 
-    async def write(state: dict) -> None:
-        if not answering:
-            await asyncio.Event().wait()
-
     async def last(offer: dict | None) -> bool | None:
+        written = asyncio.Event()
+
+        async def write(state: dict) -> None:
+            if state != {"offset": 1} and not answering:
+                await asyncio.Event().wait()
+            written.set()
+
         checkpoints = Checkpoints(write, interval=60.0, not_before=0.0)
         checkpoints.offer({"offset": 1})
-        await asyncio.sleep(0.05)  # written at once (the first write waits for no interval)
+        await asyncio.wait_for(written.wait(), 5)  # the first write waits for no interval
         if offer is not None:
             checkpoints.offer(offer)
         return await checkpoints.close(final=True)
